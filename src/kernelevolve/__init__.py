@@ -1,0 +1,46 @@
+"""kernelevolve: writes and tunes compute kernels automatically, verified and honestly measured.
+
+The public API is imported lazily, so evaluation workers can import the package's worker-side
+modules with only torch, triton, numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "load_problem": "kernelevolve.problem",
+    "Problem": "kernelevolve.problem",
+    "evaluate": "kernelevolve.tools.harness.pool",
+    "WorkerPool": "kernelevolve.tools.harness.pool",
+    "EvalResult": "kernelevolve.tools.harness.result",
+    "EvalStatus": "kernelevolve.tools.harness.result",
+    "EvalConfig": "kernelevolve.config",
+    "Settings": "kernelevolve.config",
+    "load_settings": "kernelevolve.config",
+    "get_target": "kernelevolve.targets",
+    "KernelEvolveError": "kernelevolve.errors",
+}
+
+__all__ = [
+    "EvalConfig", "EvalResult", "EvalStatus", "KernelEvolveError", "Problem", "Settings",
+    "WorkerPool", "__version__", "evaluate", "get_target", "load_problem", "load_settings",
+]
+
+if TYPE_CHECKING:
+    from kernelevolve.config import EvalConfig, Settings, load_settings
+    from kernelevolve.errors import KernelEvolveError
+    from kernelevolve.problem import Problem, load_problem
+    from kernelevolve.targets import get_target
+    from kernelevolve.tools.harness.pool import WorkerPool, evaluate
+    from kernelevolve.tools.harness.result import EvalResult, EvalStatus
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernelevolve' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

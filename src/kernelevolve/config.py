@@ -1,0 +1,131 @@
+"""One configuration tree, merged from a TOML file, ``KERNELEVOLVE_*`` environment variables and
+explicit overrides (CLI flags). Unknown keys and missing files are errors, never silent defaults.
+
+Environment variables use ``__`` between levels: ``KERNELEVOLVE_EVAL__TIMEOUT_S=120``.
+A config file is named with ``--config`` or ``KERNELEVOLVE_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kernelevolve.errors import ConfigError
+
+
+def data_dir() -> Path:
+    """The user's data directory for kernelevolve (``KERNELEVOLVE_HOME`` overrides it)."""
+    home = os.environ.get("KERNELEVOLVE_HOME")
+    return Path(home) if home else Path(platformdirs.user_data_dir("kernelevolve"))
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EvalConfig(_Section):
+    """How candidates are evaluated (see tools/harness)."""
+
+    n_input_sets: int = Field(5, ge=1, le=100, description="fresh random input sets per check")
+    extra_shapes: bool = Field(
+        True, description="also check on overridden module-level sizes (catches hard-wired shapes)"
+    )
+    shape_overrides: dict[str, int] = Field(
+        default_factory=dict, description="sizes for the extra-shape check, e.g. {'batch_size': 3}"
+    )
+    cpu_max_elements: int = Field(
+        1 << 16, ge=64, description="on the cpu target, sizes shrink until inputs hold at most this"
+    )
+    atol: float | None = Field(None, gt=0, description="override the dtype-aware absolute tolerance")
+    rtol: float | None = Field(None, ge=0, description="override the dtype-aware relative tolerance")
+    allow_loose_fp32: bool = Field(
+        False, description="permit fp32 tolerances looser than 1e-3 (off: such values are refused)"
+    )
+    allowed_ops: list[str] = Field(
+        default_factory=list,
+        description="aten ops the candidate may call besides allocation/view ops, e.g. ['conv2d', 'mm']",
+    )
+    timeout_s: float = Field(300.0, gt=0, description="wall-clock limit of one evaluation")
+    memory_limit_gb: float = Field(16.0, gt=0, description="address-space limit of a cpu worker")
+    min_trials: int = Field(100, ge=1, description="timing: at least this many trials ...")
+    min_time_s: float = Field(1.0, ge=0, description="... or at least this long, whichever first")
+    max_trials: int = Field(2000, ge=1)
+    warmup_ms: float = Field(50.0, ge=0, description="timing: warm-up time before trials")
+    compile_reference: bool = Field(True, description="also time torch.compile of the reference")
+    suspicious_speedup: float = Field(
+        10.0, gt=1, description="speedups above this are flagged and re-verified"
+    )
+    seed: int = 0
+
+
+class KBConfig(_Section):
+    """The knowledge base (kb/)."""
+
+    path: Path | None = Field(None, description="Chroma directory; default <data dir>/kb")
+    top_k: int = Field(4, ge=1, le=50)
+    skill_min_gain: float = Field(
+        0.05, ge=0, description="distil a skill only when the child is this much faster (0.05 = 5%)"
+    )
+    skill_merge_distance: float = Field(
+        0.12,
+        gt=0,
+        lt=2,
+        description="a new skill closer than this (cosine distance) to one of the same target "
+        "and operator is merged into it",
+    )
+    skill_max_distance: float = Field(
+        0.6, gt=0, le=2, description="retrieve a skill only when it is at least this close"
+    )
+
+    def resolved_path(self) -> Path:
+        return self.path if self.path is not None else data_dir() / "kb"
+
+
+class Settings(BaseSettings):
+    """The whole configuration tree."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="KERNELEVOLVE_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    kb: KBConfig = Field(default_factory=KBConfig)
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Build the configuration: defaults < file < environment < ``overrides``.
+
+    ``overrides`` are nested dicts by section, e.g. ``load_settings(eval={"timeout_s": 60})``.
+    """
+    path = path or os.environ.get("KERNELEVOLVE_CONFIG")
+    file_values: dict[str, Any] = {}
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} does not exist; fix the path or drop --config")
+        try:
+            file_values = tomllib.loads(p.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
+    try:
+        env_values = Settings().model_dump(exclude_unset=True)
+        merged = _deep_merge(_deep_merge(file_values, env_values), overrides)
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc

@@ -1,0 +1,100 @@
+"""Targets: where candidates are evaluated. A small registry other targets can join.
+
+- ``cuda``: a real NVIDIA GPU; candidates are compiled, checked and timed. One worker per visible GPU.
+- ``cpu``: Triton's interpreter on the CPU; correctness only, never timed.
+
+A target is looked up by name; names may carry a variant after a colon (``mtia-sim:2i``), and
+the registry dispatches on the part before it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kernelevolve.errors import TargetError
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the harness needs to know about a target."""
+
+    name: str
+    description: str
+    timed: bool
+    device: str  # torch device type the worker computes on
+    interpreter: bool  # Triton runs in its interpreter (TRITON_INTERPRET=1)
+    simulated: bool = False
+    not_timed_reason: str | None = None
+    worker_devices: list[str | None] = field(default_factory=lambda: [None])
+
+    def worker_env(self, index: int) -> dict[str, str]:
+        env = {"TRITON_INTERPRET": "1"} if self.interpreter else {}
+        visible = self.worker_devices[index % len(self.worker_devices)]
+        if visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+        return env
+
+
+def _visible_gpus() -> list[str]:
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else None
+    count = torch.cuda.device_count()
+    return (ids or [str(i) for i in range(count)])[:count]
+
+
+def _cuda(variant: str | None) -> Target:
+    gpus = _visible_gpus()
+    if not gpus:
+        raise TargetError("target 'cuda' needs an NVIDIA GPU with a CUDA build of torch; none is "
+                          "visible here. Use --target cpu (correctness only) or run on a GPU host")
+    if variant is not None:
+        raise TargetError(f"target 'cuda' takes no variant (got 'cuda:{variant}'); pick GPUs with "
+                          f"CUDA_VISIBLE_DEVICES")
+    import torch
+
+    return Target(name="cuda", description=f"{torch.cuda.get_device_name(0)} x{len(gpus)}",
+                  timed=True, device="cuda", interpreter=False,
+                  worker_devices=list(gpus))
+
+
+def _cpu(variant: str | None) -> Target:
+    if variant is not None:
+        raise TargetError(f"target 'cpu' takes no variant (got 'cpu:{variant}')")
+    return Target(name="cpu", description="Triton interpreter on the CPU (correctness only)",
+                  timed=False, device="cpu", interpreter=True,
+                  not_timed_reason="the cpu target runs Triton's interpreter: correctness only, "
+                                   "never timed")
+
+
+_REGISTRY: dict[str, Callable[[str | None], Target]] = {"cuda": _cuda, "cpu": _cpu}
+
+
+def register_target(prefix: str, factory: Callable[[str | None], Target]) -> None:
+    """Make ``prefix`` (and ``prefix:<variant>``) a target name."""
+    _REGISTRY[prefix] = factory
+
+
+def target_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_target(name: str | None = None) -> Target:
+    """The target called ``name``, or the best one on this machine when ``name`` is None."""
+    if name is None:
+        return detect_target()
+    prefix, _, variant = name.partition(":")
+    factory = _REGISTRY.get(prefix)
+    if factory is None:
+        raise TargetError(f"unknown target {name!r}; known targets: {', '.join(target_names())}")
+    return factory(variant or None)
+
+
+def detect_target() -> Target:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    return get_target("cuda" if _visible_gpus() else "cpu")

@@ -1,0 +1,199 @@
+"""Comparing a candidate's outputs with the reference's: dtype-aware tolerances, NaN/Inf
+handling, poisoning of freed output memory, and checks that inputs were left unmodified.
+
+Tolerances (``|out - ref| <= atol + rtol * |ref|`` elementwise), by output dtype:
+
+==========  ======  ======  ================================================================
+dtype       atol    rtol    why
+==========  ======  ======  ================================================================
+float64     1e-7    1e-7    reordering a reduction moves the last bits only
+float32     1e-4    1e-4    summation order (reductions over ~1e4 terms, K=4096 dot products
+                            in fp32 accumulate ~1e-5 relative); TF32 tensor-core products
+                            (~1e-3) do not pass: fp32 problems need ``input_precision="ieee"``
+                            or "tf32x3" in ``tl.dot``
+float16     1e-2    1e-2    fp16 keeps 11 bits (eps 9.8e-4); a few roundings of inputs and
+                            outputs plus fp32 accumulation stay well inside
+bfloat16    2e-2    2e-2    bf16 keeps 8 bits (eps 7.8e-3): one rounding is up to 3.9e-3
+integers    0       0       exact
+bool        0       0       exact
+==========  ======  ======  ================================================================
+
+A user can loosen them (``eval.atol`` / ``eval.rtol``), but never beyond 1e-3 for float32 unless
+``eval.allow_loose_fp32`` is set. NaN or Inf in an output passes only where the reference has the
+same value at the same place.
+
+Worker-side: torch and the standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from kernelevolve.problem import as_list
+
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2),
+}
+FP32_LOOSEST = 1e-3
+
+
+def tolerance(dtype: torch.dtype, atol: float | None = None, rtol: float | None = None,
+              allow_loose_fp32: bool = False) -> tuple[float, float]:
+    """(atol, rtol) for an output of ``dtype``, with the user's overrides applied."""
+    if not dtype.is_floating_point:
+        return 0.0, 0.0
+    base_atol, base_rtol = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    a = base_atol if atol is None else atol
+    r = base_rtol if rtol is None else rtol
+    if dtype == torch.float32 and not allow_loose_fp32 and (a > FP32_LOOSEST or r > FP32_LOOSEST):
+        raise ValueError(
+            f"float32 tolerance atol={a}, rtol={r} is looser than {FP32_LOOSEST}; set "
+            f"eval.allow_loose_fp32 to accept it"
+        )
+    return a, r
+
+
+@dataclass
+class OutputError:
+    index: int
+    shape: list[int]
+    dtype: str
+    max_abs_error: float
+    max_rel_error: float
+    atol: float
+    rtol: float
+    mismatched: int
+    total: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compare_outputs(expected: Any, actual: Any, atol: float | None = None,
+                    rtol: float | None = None, allow_loose_fp32: bool = False
+                    ) -> tuple[list[OutputError], str | None]:
+    """Per-output error figures, and the first reason the outputs do not match (or None)."""
+    exp, act = as_list(expected), as_list(actual)
+    if len(exp) != len(act):
+        return [], f"the candidate returned {len(act)} outputs, the reference {len(exp)}"
+    errors: list[OutputError] = []
+    problem: str | None = None
+    for i, (e, a) in enumerate(zip(exp, act, strict=True)):
+        if not isinstance(e, torch.Tensor):
+            if isinstance(a, torch.Tensor) or e != a:
+                problem = problem or f"output {i}: expected {e!r}, got {a!r}"
+            continue
+        if not isinstance(a, torch.Tensor):
+            problem = problem or f"output {i}: expected a tensor, got {type(a).__name__}"
+            continue
+        if a.shape != e.shape:
+            problem = problem or f"output {i}: shape {list(a.shape)}, expected {list(e.shape)}"
+            continue
+        if a.dtype != e.dtype:
+            problem = problem or f"output {i}: dtype {a.dtype}, expected {e.dtype}"
+            continue
+        if a.device != e.device:
+            problem = problem or f"output {i}: on {a.device}, expected on {e.device}"
+            continue
+        at, rt = tolerance(e.dtype, atol, rtol, allow_loose_fp32)
+        err, reason = _compare_tensor(i, e, a, at, rt)
+        errors.append(err)
+        problem = problem or reason
+    return errors, problem
+
+
+def _compare_tensor(i: int, e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float
+                    ) -> tuple[OutputError, str | None]:
+    total = e.numel()
+    if not e.dtype.is_floating_point:
+        bad = int((a != e).sum().item())
+        err = OutputError(i, list(e.shape), str(e.dtype).removeprefix("torch."),
+                          float(bad > 0), float(bad > 0), 0.0, 0.0, bad, total)
+        return err, (f"output {i}: {bad} of {total} values differ" if bad else None)
+    e64, a64 = e.double(), a.double()
+    e_fin, a_fin = torch.isfinite(e64), torch.isfinite(a64)
+    # Non-finite values must match the reference exactly (same NaN/Inf at the same place).
+    nonfinite_bad = (e_fin != a_fin) | (~e_fin & ~((a64 == e64) | (a64.isnan() & e64.isnan())))
+    diff = torch.where(e_fin & a_fin, (a64 - e64).abs(), torch.zeros_like(e64))
+    rel = diff / e64.abs().clamp_min(1e-12)
+    out_of_tol = diff > atol + rtol * e64.abs()
+    bad_mask = out_of_tol | nonfinite_bad
+    bad = int(bad_mask.sum().item())
+    max_abs = float(diff.max().item()) if total else 0.0
+    max_rel = float(torch.where(e64.abs() > atol, rel, torch.zeros_like(rel)).max().item()) \
+        if total else 0.0
+    n_nonfinite = int(nonfinite_bad.sum().item())
+    if n_nonfinite:
+        max_abs = max_rel = float("inf")
+    err = OutputError(i, list(e.shape), str(e.dtype).removeprefix("torch."), max_abs, max_rel,
+                      atol, rtol, bad, total)
+    if not bad:
+        return err, None
+    if n_nonfinite:
+        return err, (f"output {i}: {n_nonfinite} NaN/Inf values where the reference has none "
+                     f"(or the reverse); {bad} of {total} values wrong")
+    idx = int(bad_mask.flatten().nonzero()[0].item())
+    where = list(torch.unravel_index(torch.tensor(idx), e.shape)) if e.dim() else []
+    return err, (f"output {i}: {bad} of {total} values outside atol={atol:g} rtol={rtol:g}; "
+                 f"max abs error {max_abs:.3g}, first at {[int(w) for w in where]}: "
+                 f"got {a.flatten()[idx].item():.6g}, expected {e.flatten()[idx].item():.6g}")
+
+
+def poison(values: Any) -> None:
+    """Overwrite tensors that are about to be freed, so a candidate that returns uninitialized
+    memory cannot find the reference's answer in it."""
+    for t in as_list(values):
+        if not isinstance(t, torch.Tensor) or t.numel() == 0:
+            continue
+        if t.dtype.is_floating_point or t.dtype.is_complex:
+            t.data.fill_(float("nan"))
+        elif t.dtype == torch.bool:
+            t.data.fill_(True)
+        else:
+            t.data.fill_(torch.iinfo(t.dtype).max)
+
+
+def poison_allocator(nbytes: int, device: torch.device) -> None:
+    """Fill and free a block of ``nbytes``, so cached free memory holds garbage."""
+    if nbytes <= 0:
+        return
+    block = torch.empty(nbytes // 4 + 1, dtype=torch.float32, device=device)
+    block.fill_(float("nan"))
+    del block
+
+
+def snapshot(values: list[Any]) -> list[Any]:
+    return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def modified_inputs(before: list[Any], after: list[Any]) -> list[int]:
+    """Indices of inputs whose values changed (bitwise; NaN equal to NaN)."""
+    changed = []
+    for i, (b, a) in enumerate(zip(before, after, strict=True)):
+        if isinstance(b, torch.Tensor) and not torch.equal(b, a):
+            both_nan = b.isnan() & a.isnan() if b.dtype.is_floating_point else None
+            if both_nan is None or not bool(((b == a) | both_nan).all()):
+                changed.append(i)
+    return changed
+
+
+def bitwise_equal(x: Any, y: Any) -> bool:
+    xs, ys = as_list(x), as_list(y)
+    if len(xs) != len(ys):
+        return False
+    for a, b in zip(xs, ys, strict=True):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            same = (a == b) | (a.isnan() & b.isnan()) if a.dtype.is_floating_point else (a == b)
+            if not bool(same.all()):
+                return False
+        elif a != b:
+            return False
+    return True

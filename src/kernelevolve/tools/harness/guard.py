@@ -1,0 +1,169 @@
+"""Runtime anti-cheat: what a candidate's forward really ran, and whether it tampered with the
+process it runs in.
+
+- :class:`OpRecorder` records every aten op the forward dispatches (also those called from C++
+  extensions, which go through the dispatcher) with a TorchDispatchMode.
+- :class:`LaunchCounter` counts custom kernel launches: Triton (compiled or interpreted) and
+  functions of modules built by ``load_inline``.
+- :class:`Integrity` snapshots the functions the harness relies on (timers, comparisons,
+  synchronization) and reports any that a candidate replaced.
+
+Worker-side: torch, triton and the standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Ops that only allocate, describe or re-view memory, or move/cast it without computing:
+# what a candidate's forward may use besides its own kernels.
+ALLOWED_ATEN_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+    "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
+    "fill_", "zero_", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t",
+    "transpose", "permute", "expand", "unsqueeze", "squeeze", "select", "slice", "narrow",
+    "split", "split_with_sizes", "unbind", "detach", "alias", "lift_fresh", "clone", "copy_",
+    "_to_copy", "contiguous", "view_as", "expand_as", "flatten", "unflatten", "movedim",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "stride", "size",
+    "is_contiguous", "_local_scalar_dense", "resize_", "set_", "arange", "_has_compatible_shallow_copy_type",
+})
+
+
+def op_name(func: Any) -> str:
+    """The short aten name of an OpOverload: ``aten.add.Tensor`` -> ``add``."""
+    packet = getattr(func, "overloadpacket", None)
+    name = getattr(packet, "__name__", None) or str(func)
+    return name.split(".")[-1]
+
+
+class OpRecorder(TorchDispatchMode):
+    """Counts the aten ops dispatched while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        self.ops[op_name(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+    def forbidden(self, allowed_extra: set[str]) -> list[str]:
+        return sorted(op for op in self.ops if op not in ALLOWED_ATEN_OPS | allowed_extra)
+
+
+class LaunchCounter:
+    """Counts custom kernel launches while installed. Install once per worker, before any
+    candidate is imported, so every Triton function and inline extension is seen."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._installed = False
+
+    def install(self) -> None:
+        if self._installed:
+            return
+        self._installed = True
+        import triton.runtime.jit as jit
+
+        classes: list[type] = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:  # builds without the interpreter
+            pass
+        for cls in classes:
+            self._wrap_method(cls, "run")
+
+        import torch.utils.cpp_extension as cpp_extension
+
+        original_load_inline = cpp_extension.load_inline
+        counter = self
+
+        @functools.wraps(original_load_inline)
+        def load_inline(*args: Any, **kwargs: Any) -> Any:
+            module = original_load_inline(*args, **kwargs)
+            for name in dir(module):
+                fn = getattr(module, name)
+                if callable(fn) and not name.startswith("_"):
+                    setattr(module, name, counter._counting(fn))
+            return module
+
+        cpp_extension.load_inline = load_inline
+
+    def _counting(self, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    def _wrap_method(self, cls: type, name: str) -> None:
+        original = getattr(cls, name)
+        counter = self
+
+        @functools.wraps(original)
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not kwargs.get("warmup", False):
+                counter.count += 1
+            return original(self, *args, **kwargs)
+
+        setattr(cls, name, run)
+
+
+def _watched() -> dict[str, Any]:
+    """The functions whose identity must not change while candidates run."""
+    import torch.nn.functional as F
+
+    watched: dict[str, Any] = {
+        "time.perf_counter": time.perf_counter,
+        "time.perf_counter_ns": time.perf_counter_ns,
+        "time.time": time.time,
+        "time.monotonic": time.monotonic,
+        "torch.allclose": torch.allclose,
+        "torch.equal": torch.equal,
+        "torch.isclose": torch.isclose,
+        "torch.isfinite": torch.isfinite,
+        "torch.manual_seed": torch.manual_seed,
+        "torch.randn": torch.randn,
+        "torch.rand": torch.rand,
+        "torch.randint": torch.randint,
+        "torch.Tensor.clone": torch.Tensor.clone,
+        "torch.Tensor.copy_": torch.Tensor.copy_,
+        "torch.Tensor.__eq__": torch.Tensor.__eq__,
+        "torch.Tensor.sub": torch.Tensor.sub,
+        "torch.Tensor.abs": torch.Tensor.abs,
+        "torch.nn.Module.__call__": torch.nn.Module.__call__,
+        "torch.nn.Module.load_state_dict": torch.nn.Module.load_state_dict,
+        "torch.nn.functional.linear": F.linear,
+        "threading.Thread.start": threading.Thread.start,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.current_stream": torch.cuda.current_stream,
+    }
+    return watched
+
+
+class Integrity:
+    """Remembers the watched functions; :meth:`tampered` names those replaced since."""
+
+    def __init__(self) -> None:
+        self.snapshot = _watched()
+        self.threads = threading.active_count()
+
+    def tampered(self) -> list[str]:
+        now = _watched()
+        changed = [name for name, fn in self.snapshot.items() if now.get(name) is not fn]
+        if threading.active_count() > self.threads:
+            changed.append(f"threads ({threading.active_count()} alive, {self.threads} before)")
+        return changed

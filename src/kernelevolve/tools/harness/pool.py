@@ -1,0 +1,282 @@
+"""Parent side of the evaluation cascade: worker subprocesses, the static stage, timeouts.
+
+Each worker is a warm subprocess reused between candidates. A timeout, a crash (segfault,
+illegal memory access, OOM kill) or a CUDA error ends that evaluation only: the worker is
+killed or exits, the result records the status and the tail of its stderr, and a fresh worker
+takes its place. One worker per visible GPU on ``cuda``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+import kernelevolve
+from kernelevolve.config import EvalConfig
+from kernelevolve.errors import CandidateError, ConfigError, ProblemError, WorkerError
+from kernelevolve.problem import Problem, load_problem
+from kernelevolve.targets import Target, get_target
+from kernelevolve.tools.harness.compare import FP32_LOOSEST
+from kernelevolve.tools.harness.result import EvalResult, EvalStatus
+from kernelevolve.tools.harness.static import check_source
+
+_SRC_DIR = str(Path(kernelevolve.__file__).resolve().parent.parent)
+STDERR_TAIL_CHARS = 4000
+READY_TIMEOUT_S = 180.0
+
+
+class Worker:
+    """One evaluation subprocess and its private temp directory and log."""
+
+    def __init__(self, target: Target, index: int, config: EvalConfig) -> None:
+        self.target = target
+        self.index = index
+        self.config = config
+        self.dir = Path(tempfile.mkdtemp(prefix=f"kernelevolve-worker{index}-"))
+        self.log_path = self.dir / "worker.log"
+        (self.dir / "candidates").mkdir()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self.eof = False
+        self.jobs = 0
+
+    def start(self) -> None:
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        env = dict(os.environ)
+        env.update(self.target.worker_env(self.index))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_DIR, env.get("PYTHONPATH")) if p)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        env["TRITON_CACHE_DIR"] = str(self.dir / "triton-cache")
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(self.dir / "inductor-cache")
+        env["PYTHONUNBUFFERED"] = "1"
+        log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelevolve.tools.harness.worker",
+             "--fd-in", str(req_r), "--fd-out", str(resp_w), "--target", self.target.name,
+             "--memory-limit-gb", str(self.config.memory_limit_gb)],
+            pass_fds=(req_r, resp_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            cwd=self.dir, env=env, start_new_session=True,
+        )
+        log.close()
+        os.close(req_r)
+        os.close(resp_w)
+        self._req = os.fdopen(req_w, "w")
+        self._resp = resp_r
+        self._buffer = b""
+        ready = self._read_line(time.monotonic() + READY_TIMEOUT_S)
+        if ready is None or not json.loads(ready).get("ready"):
+            tail = self.stderr_tail(0)
+            self.stop()
+            raise WorkerError(f"the evaluation worker for {self.target.name} did not start:\n{tail}")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _read_line(self, deadline: float) -> str | None:
+        """The next reply line; None at the deadline or when the worker closed its pipe (then
+        ``self.eof`` is set)."""
+        self.eof = False
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self._resp], [], [], min(remaining, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(self._resp, 1 << 16)
+            if not chunk:
+                self.eof = True
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
+
+    def stderr_tail(self, offset: int) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")[-STDERR_TAIL_CHARS:]
+        except OSError:
+            return ""
+
+    def evaluate(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if not self.alive:
+            self.start()
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.jobs += 1
+        try:
+            self._req.write(json.dumps(job) + "\n")
+            self._req.flush()
+        except BrokenPipeError:
+            pass
+        line = self._read_line(time.monotonic() + timeout_s)
+        if line is not None:
+            reply: dict[str, Any] = json.loads(line)
+            reply["stderr_tail"] = self.stderr_tail(offset)
+            if reply.get("fatal") or reply.get("status") != "ok":
+                self.stop()  # a failure may leave the process damaged: restart before the next
+            return reply
+        if self.eof and self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=30)
+        if self.alive:
+            self.stop()
+            return {"status": "timeout", "message": f"the evaluation exceeded {timeout_s:.0f} s "
+                    f"and the worker was killed", "stderr_tail": self.stderr_tail(offset)}
+        code = self.proc.returncode if self.proc else None
+        self.stop()
+        how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"exit code {code}")
+        return {"status": "crash", "message": f"the worker died during the evaluation ({how}); "
+                f"a segfault, an illegal memory access or running out of memory ends it so",
+                "stderr_tail": self.stderr_tail(offset)}
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+        for closer in (getattr(self, "_req", None),):
+            with contextlib.suppress(Exception):
+                if closer is not None:
+                    closer.close()
+        with contextlib.suppress(Exception):
+            os.close(self._resp)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _validate_tolerances(config: EvalConfig) -> None:
+    if config.allow_loose_fp32:
+        return
+    for name in ("atol", "rtol"):
+        value = getattr(config, name)
+        if value is not None and value > FP32_LOOSEST:
+            raise ConfigError(f"eval.{name}={value} is looser than {FP32_LOOSEST}, the loosest "
+                              f"float32 tolerance allowed; set eval.allow_loose_fp32 to accept it")
+
+
+class WorkerPool:
+    """Warm workers for one target; evaluate candidates one at a time or many in parallel."""
+
+    def __init__(self, target: Target | str | None = None, config: EvalConfig | None = None,
+                 workers: int | None = None) -> None:
+        self.target = target if isinstance(target, Target) else get_target(target)
+        self.config = config or EvalConfig()
+        _validate_tolerances(self.config)
+        n = workers or len(self.target.worker_devices)
+        self._workers = [Worker(self.target, i, self.config) for i in range(n)]
+        self._free: queue.Queue[Worker] = queue.Queue()
+        for w in self._workers:
+            self._free.put(w)
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.close()
+
+    def evaluate(self, problem: Problem | str | Path, candidate: str | Path,
+                 timed: bool | None = None) -> EvalResult:
+        """Evaluate one candidate (a path to a .py file, or its source) against ``problem``."""
+        prob = problem if isinstance(problem, Problem) else load_problem(problem)
+        source, label = _candidate_source(candidate)
+        findings = check_source(source, self.config.allowed_ops)
+        base = {"target": self.target.name, "problem": str(prob.path), "candidate": label}
+        if findings:
+            status = (EvalStatus.compile_error if any(f.kind == "contract" for f in findings)
+                      else EvalStatus.cheat)
+            message = "static check: " + "; ".join(
+                f"line {f.line}: {f.message}" if f.line else f.message for f in findings)
+            return EvalResult(status=status, message=message, target=self.target.name,
+                              problem=str(prob.path), candidate=label)
+        worker = self._free.get()
+        try:
+            cand_path = worker.dir / "candidates" / (
+                "candidate_" + hashlib.sha256(source.encode()).hexdigest()[:16] + ".py")
+            cand_path.write_text(source)
+            job = {
+                "id": f"{worker.index}-{worker.jobs}", "problem": str(prob.path),
+                "candidate": str(cand_path), "config": self.config.model_dump(mode="json"),
+                "timed": self.target.timed if timed is None else timed,
+            }
+            reply = worker.evaluate(job, self.config.timeout_s)
+        finally:
+            self._free.put(worker)
+        if reply.get("harness_error"):
+            raise ProblemError(reply["harness_error"])
+        reply.update(base)
+        if reply.get("timing") is None and reply.get("status") == "ok":
+            reply["not_timed_reason"] = self.target.not_timed_reason or "timing was not asked for"
+        try:
+            return EvalResult.model_validate(reply)
+        except ValidationError as exc:
+            raise WorkerError(f"the worker sent a malformed result: {exc}") from exc
+
+    def evaluate_many(self, problem: Problem | str | Path, candidates: Iterable[str | Path]
+                      ) -> list[EvalResult]:
+        """Evaluate candidates in parallel across the pool's workers, results in input order."""
+        items = list(candidates)
+        results: list[EvalResult | None] = [None] * len(items)
+        errors: list[BaseException] = []
+
+        def run(i: int) -> None:
+            try:
+                results[i] = self.evaluate(problem, items[i])
+            except BaseException as exc:  # re-raised in the caller's thread below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(items))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        return [r for r in results if r is not None]
+
+
+def _candidate_source(candidate: str | Path) -> tuple[str, str]:
+    if isinstance(candidate, Path) or (isinstance(candidate, str) and "\n" not in candidate
+                                       and candidate.endswith(".py")):
+        path = Path(candidate)
+        if not path.is_file():
+            raise CandidateError(f"candidate file {path} does not exist")
+        try:
+            return path.read_text(), str(path.resolve())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CandidateError(f"cannot read candidate file {path}: {exc}") from exc
+    return str(candidate), "<source>"
+
+
+def evaluate(problem: Problem | str | Path, candidate: str | Path, target: str | None = None,
+             config: EvalConfig | None = None) -> EvalResult:
+    """Evaluate one candidate in a fresh worker pool (convenient; a pool reuses warm workers)."""
+    with WorkerPool(target, config, workers=1) as pool:
+        return pool.evaluate(problem, candidate)

@@ -1,0 +1,100 @@
+"""EvalResult: what an evaluation found, typed. Built in the parent from the worker's reply."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EvalStatus(StrEnum):
+    ok = "ok"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    timeout = "timeout"
+    mismatch = "mismatch"
+    cheat = "cheat"
+    crash = "crash"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Check(_Model):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class OutputError(_Model):
+    """The worst error seen on one output across all checked input sets."""
+
+    index: int
+    shape: list[int]
+    dtype: str
+    max_abs_error: float
+    max_rel_error: float
+    atol: float
+    rtol: float
+    mismatched: int
+    total: int
+
+
+class Latency(_Model):
+    median_ms: float
+    mean_ms: float
+    stdev_ms: float
+    iqr_ms: float
+    min_ms: float
+    max_ms: float
+    cv: float
+    trials: int
+
+
+class Timing(_Model):
+    """Latencies of the candidate and the references, timed in the same worker, interleaved."""
+
+    candidate: Latency
+    eager: Latency
+    compiled: Latency | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compiled: float | None = None
+    compile_error: str | None = None
+    sizes: dict[str, int] = Field(default_factory=dict)
+    simulated: bool = False
+
+
+class EvalResult(_Model):
+    """The verdict on one candidate. ``status == ok`` only for a verified candidate."""
+
+    status: EvalStatus
+    message: str = ""
+    stderr_tail: str = ""
+    target: str = ""
+    device: str = ""
+    problem: str = ""
+    candidate: str = ""
+    checks: list[Check] = Field(default_factory=list)
+    errors: list[OutputError] = Field(default_factory=list)
+    timing: Timing | None = None
+    not_timed_reason: str | None = None
+    nondeterministic: bool = False
+    flags: list[str] = Field(default_factory=list)
+    aten_ops: list[str] = Field(default_factory=list)
+    kernel_launches: int = 0
+    elapsed_s: float = 0.0
+    first_call_s: float = 0.0
+    compile_reference_s: float = 0.0
+    overhead_s: float = 0.0
+    versions: dict[str, str] = Field(default_factory=dict)
+    profile: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is EvalStatus.ok
+
+    @property
+    def speedup(self) -> float | None:
+        return self.timing.speedup_vs_eager if self.timing else None

@@ -1,0 +1,95 @@
+"""Timing on CUDA: device events around each forward, warm-up first, the L2 cache flushed before
+every trial, candidate and references interleaved trial by trial so clock and thermal drift
+fall on all of them alike; median and spread over enough trials.
+
+Worker-side: torch and the standard library only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+# Larger than the L2 of any current GPU (H100/H200: 50/60 MB, MI300X: 256 MB Infinity Cache is
+# not flushed by this; it is an L3). Writing it evicts the previous trial's working set.
+FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class Latency:
+    median_ms: float
+    mean_ms: float
+    stdev_ms: float
+    iqr_ms: float
+    min_ms: float
+    max_ms: float
+    cv: float
+    trials: int
+
+    @classmethod
+    def of(cls, samples: list[float]) -> Latency:
+        qs = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
+        mean = statistics.fmean(samples)
+        stdev = statistics.stdev(samples) if len(samples) >= 2 else 0.0
+        return cls(
+            median_ms=statistics.median(samples), mean_ms=mean, stdev_ms=stdev,
+            iqr_ms=qs[2] - qs[0], min_ms=min(samples), max_ms=max(samples),
+            cv=stdev / mean if mean > 0 else 0.0, trials=len(samples),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def time_interleaved(
+    fns: dict[str, Callable[[], Any]],
+    *,
+    min_trials: int = 100,
+    min_time_s: float = 1.0,
+    max_trials: int = 2000,
+    warmup_ms: float = 50.0,
+) -> dict[str, Latency]:
+    """Time each callable on the current CUDA device; trials rotate through the callables.
+
+    Trials continue until ``min_trials`` rounds are done or ``min_time_s`` has passed with at
+    least 10 rounds (whichever first), never beyond ``max_trials``.
+    """
+    names = list(fns)
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    for name in names:
+        fns[name]()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        n = 0
+        while n < 3 or (time.perf_counter() - t0) * 1e3 < warmup_ms:
+            fns[name]()
+            n += 1
+            if n % 8 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+    events: dict[str, list[tuple[torch.cuda.Event, torch.cuda.Event]]] = {n: [] for n in names}
+    start_wall = time.perf_counter()
+    rounds = 0
+    while rounds < max_trials:
+        order = names[rounds % len(names):] + names[:rounds % len(names)]
+        for name in order:
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fns[name]()
+            end.record()
+            events[name].append((start, end))
+        rounds += 1
+        if rounds % 16 == 0:
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start_wall
+        if rounds >= min_trials or (elapsed >= min_time_s and rounds >= 10):
+            break
+    torch.cuda.synchronize()
+    del flush
+    return {n: Latency.of([s.elapsed_time(e) for s, e in events[n]]) for n in names}

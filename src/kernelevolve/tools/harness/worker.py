@@ -1,0 +1,508 @@
+"""The evaluation worker: a subprocess that loads a problem and a candidate and runs the cascade
+(import -> correctness on fresh inputs and other shapes -> runtime anti-cheat -> timing).
+
+Run as ``python -m kernelevolve.tools.harness.worker --fd-in R --fd-out W --target T``. Requests
+and replies are JSON lines on those two pipes; stdout and stderr belong to the candidate and go
+to the worker's log, which the parent tails. The worker imports only torch, triton, numpy and the
+standard library, so it runs on any GPU host as it is.
+
+A reply is a dict shaped like ``EvalResult`` (validated by the parent). A reply with
+``"fatal": true`` means the process is no longer usable (a CUDA error poisons the context): the
+worker exits after sending it and the parent starts a new one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelevolve.errors import ProblemError
+from kernelevolve.problem import (
+    Problem,
+    as_list,
+    call_factory,
+    parse_problem,
+    perturbed_sizes,
+    tensors,
+)
+from kernelevolve.tools.harness import compare
+from kernelevolve.tools.harness.guard import Integrity, LaunchCounter, OpRecorder
+from kernelevolve.tools.harness.timing import time_interleaved
+
+
+class Verdict(Exception):
+    """Ends an evaluation with a status other than ok."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class WorkerState:
+    target: str
+    device: torch.device
+    launches: LaunchCounter
+    integrity: Integrity
+    problems: dict[str, Problem] = field(default_factory=dict)
+    shrunk: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    compiled: dict[tuple[str, str], Any] = field(default_factory=dict)
+    jobs: int = 0
+
+
+@dataclass
+class Plan:
+    """One family of shapes to check at: the sizes, the seeds, and what to check there."""
+
+    label: str
+    sizes: dict[str, int]
+    seeds: list[int]
+    determinism: bool = False
+    pointer_reuse: bool = False
+
+
+def _tb_tail(exc: BaseException, limit: int = 12) -> str:
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return "".join(lines)[-4000:] if len(lines) < limit else "".join(lines[-limit:])[-4000:]
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"}) \
+        or "error building extension" in str(exc).lower()
+
+
+def _is_fatal_device_error(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(s in text for s in ("illegal memory access", "cuda error", "device-side assert",
+                                   "acceleratorerror", "misaligned address", "unspecified launch failure"))
+
+
+def _to_device(values: list[Any], device: torch.device) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def load_candidate(path: Path, state: WorkerState) -> type:
+    """Import the candidate file as a fresh module and return its ModelNew."""
+    name = f"kernelevolve_candidate_{state.jobs}_{abs(hash(str(path))) % 10**8}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise Verdict("compile_error", f"cannot import candidate file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise Verdict("compile_error", f"importing the candidate failed: {type(exc).__name__}: "
+                                       f"{exc}\n{_tb_tail(exc)}") from exc
+    tampered = state.integrity.tampered()
+    if tampered:
+        raise Verdict("cheat", f"importing the candidate replaced harness functions: {tampered}")
+    cls = getattr(module, "ModelNew", None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise Verdict("compile_error", "the candidate defines no class ModelNew(nn.Module)")
+    return cls
+
+
+class Evaluation:
+    """One candidate against one problem on this worker's target."""
+
+    def __init__(self, job: dict[str, Any], state: WorkerState) -> None:
+        self.job = job
+        self.state = state
+        self.cfg: dict[str, Any] = job["config"]
+        self.device = state.device
+        self.allowed = set(self.cfg.get("allowed_ops", []))
+        self.checks: list[dict[str, Any]] = []
+        self.errors: dict[int, dict[str, Any]] = {}
+        self.ops_seen: set[str] = set()
+        self.max_launches = 0
+        self.nondeterministic = False
+        self.flags: list[str] = []
+        self.first_call_s = 0.0
+        self.compile_ref_s = 0.0
+        self.instances: dict[str, tuple[torch.nn.Module, torch.nn.Module]] = {}
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def check(self, name: str, passed: bool, detail: str = "") -> None:
+        self.checks.append({"name": name, "passed": passed, "detail": detail})
+
+    def problem(self) -> Problem:
+        path = self.job["problem"]
+        if path not in self.state.problems:
+            self.state.problems[path] = parse_problem(path)
+        return self.state.problems[path]
+
+    def base_sizes(self, problem: Problem) -> dict[str, int]:
+        if self.device.type == "cuda":
+            return dict(problem.sizes)
+        key = (problem.digest, int(self.cfg["cpu_max_elements"]))
+        if key not in self.state.shrunk:
+            self.state.shrunk[key] = problem.shrink_sizes(key[1])
+        return dict(self.state.shrunk[key])
+
+    def build(self, problem: Problem, cand_cls: type, sizes: dict[str, int]
+              ) -> tuple[Any, torch.nn.Module, torch.nn.Module]:
+        """The problem module at ``sizes`` with reference and candidate models. When the
+        constructor arguments are those of an earlier plan, the same instances are reused, so
+        state a candidate keeps between calls (a size fixed at the first call) is exercised."""
+        seed = int(self.cfg["seed"])
+        module, ref, init_inputs = problem.instantiate(sizes, seed)
+        key = repr(init_inputs)
+        if key in self.instances:
+            ref, cand = self.instances[key]
+            return module, ref, cand
+        torch.manual_seed(seed)
+        try:
+            cand = cand_cls(*init_inputs)
+        except Exception as exc:
+            raise Verdict("runtime_error", f"ModelNew(*get_init_inputs()) raised "
+                                           f"{type(exc).__name__}: {exc}\n{_tb_tail(exc)}") from exc
+        try:
+            cand.load_state_dict(ref.state_dict(), strict=True)
+        except RuntimeError as exc:
+            raise Verdict("compile_error", "ModelNew's parameters and buffers must have the same "
+                                           f"names and shapes as Model's: {exc}") from exc
+        self.instances[key] = (ref.to(self.device), cand.to(self.device))
+        return module, *self.instances[key]
+
+    def inputs(self, module: Any, problem: Problem, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return _to_device(call_factory(module, "get_inputs", problem.path), self.device)
+
+    # -- running ----------------------------------------------------------------------------
+    def reference(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+        with torch.no_grad():
+            out = ref(*compare.snapshot(inputs))
+        return compare.snapshot(as_list(out)) if isinstance(out, list | tuple) else out.clone() \
+            if isinstance(out, torch.Tensor) else out
+
+    def run_candidate(self, cand: torch.nn.Module, inputs: list[Any], label: str) -> Any:
+        """One forward under the op recorder and launch counter, with the anti-cheat checks."""
+        launches = self.state.launches
+        before = compare.snapshot(inputs)
+        threads = threading.active_count()
+        stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
+        recorder = OpRecorder()
+        launches.count = 0
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad(), recorder:
+                out = cand(*inputs)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        except Verdict:
+            raise
+        except Exception as exc:
+            status = "compile_error" if _is_compile_error(exc) else "runtime_error"
+            verdict = Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
+                                      f"{_tb_tail(exc)}")
+            verdict.fatal = _is_fatal_device_error(exc)  # type: ignore[attr-defined]
+            raise verdict from exc
+        if not self.first_call_s:
+            self.first_call_s = time.perf_counter() - t0
+        self.ops_seen |= set(recorder.ops)
+        self.max_launches = max(self.max_launches, launches.count)
+        forbidden = recorder.forbidden(self.allowed)
+        if forbidden:
+            raise Verdict("cheat", f"the forward ran torch ops that do the work ({label}): "
+                                   f"{', '.join(forbidden)}. Only allocation/view ops are allowed "
+                                   f"unless the user allows named library ops (eval.allowed_ops)")
+        if launches.count == 0:
+            raise Verdict("cheat", f"the forward launched no custom kernel ({label}): a candidate "
+                                   f"must compute with its own Triton or CUDA kernels")
+        changed = compare.modified_inputs(before, inputs)
+        if changed:
+            raise Verdict("cheat", f"the forward modified its inputs {changed} ({label})")
+        if threading.active_count() > threads:
+            raise Verdict("cheat", f"the forward left {threading.active_count() - threads} new "
+                                   f"threads running ({label})")
+        if stream is not None and torch.cuda.current_stream() != stream:
+            raise Verdict("cheat", f"the forward switched the current CUDA stream ({label})")
+        tampered = self.state.integrity.tampered()
+        if tampered:
+            raise Verdict("cheat", f"the forward replaced harness functions: {tampered}")
+        return out
+
+    def compare(self, expected: Any, actual: Any, label: str) -> None:
+        errors, problem = compare.compare_outputs(
+            expected, actual, self.cfg.get("atol"), self.cfg.get("rtol"),
+            bool(self.cfg.get("allow_loose_fp32")))
+        for err in errors:
+            worst = self.errors.get(err.index)
+            if worst is None or err.max_abs_error > worst["max_abs_error"]:
+                self.errors[err.index] = err.to_dict()
+        if problem:
+            raise Verdict("mismatch", f"{label}: {problem}")
+
+    def check_once(self, cand: torch.nn.Module, ref: torch.nn.Module, inputs: list[Any],
+                   label: str) -> Any:
+        """Reference, poison, candidate, compare: one input set."""
+        # Written before the run, so a crash's stderr tail says where the worker died.
+        print(f"[kernelevolve] checking {label}", file=sys.stderr, flush=True)
+        expected = self.reference(ref, inputs)
+        keep = compare.snapshot(as_list(expected))
+        out_bytes = sum(t.numel() * t.element_size() for t in tensors(keep))
+        compare.poison(expected)
+        del expected
+        compare.poison_allocator(2 * out_bytes, self.device)
+        out = self.run_candidate(cand, inputs, label)
+        self.compare(keep, out, label)
+        return out
+
+    def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
+        """New values into the same input storage: catches results keyed by data pointers."""
+        fresh = self.inputs(module, problem, seed)
+        for old, new in zip(inputs, fresh, strict=True):
+            if isinstance(old, torch.Tensor):
+                old.copy_(new)
+
+    # -- the cascade ------------------------------------------------------------------------
+    def plans(self, problem: Problem, base: dict[str, int]) -> list[Plan]:
+        n = int(self.cfg["n_input_sets"])
+        seed = int(self.cfg["seed"])
+        plans = [Plan("input sets", base, [seed + 1000 + i for i in range(n)],
+                      determinism=True, pointer_reuse=True)]
+        if self.cfg.get("extra_shapes", True) and problem.sizes:
+            overrides = self.cfg.get("shape_overrides") or {}
+            sizes = {**base, **overrides} if overrides else perturbed_sizes(base, 0)
+            if sizes != base:
+                plans.append(Plan("other shapes", sizes, [seed + 2000, seed + 2001]))
+        return plans
+
+    def run_plan(self, problem: Problem, cand_cls: type, plan: Plan) -> tuple[Any, Any, Any]:
+        try:
+            module, ref, cand = self.build(problem, cand_cls, plan.sizes)
+        except ProblemError:
+            if plan.label == "input sets":
+                raise
+            alt = perturbed_sizes(self.base_sizes(problem), 1)
+            self.flags.append(f"the reference rejects sizes {plan.sizes}; checked {alt} instead")
+            plan.sizes = alt
+            module, ref, cand = self.build(problem, cand_cls, plan.sizes)
+        inputs: list[Any] = []
+        for k, seed in enumerate(plan.seeds):
+            inputs = self.inputs(module, problem, seed)
+            label = f"{plan.label} {k + 1}/{len(plan.seeds)} at {plan.sizes}"
+            out = self.check_once(cand, ref, inputs, label)
+            if plan.determinism and k == 0:
+                again = self.run_candidate(cand, inputs, label + ", second run")
+                if not compare.bitwise_equal(out, again):
+                    self.nondeterministic = True
+                    self.compare(self.reference(ref, inputs), again, label + ", second run")
+            del out
+        self.check(f"correct on {plan.label}", True, f"{len(plan.seeds)} sets at {plan.sizes}")
+        if plan.pointer_reuse:
+            self.refill(module, problem, inputs, int(self.cfg["seed"]) + 3000)
+            self.check_once(cand, ref, inputs, "new values in the same input memory")
+            self.check("no results reused across calls", True, "same pointers, new values")
+        return module, ref, cand
+
+    def compiled_reference(self, problem: Problem, ref: torch.nn.Module, sizes: dict[str, int]):
+        key = (problem.digest, json.dumps(sizes, sort_keys=True))
+        if key not in self.state.compiled:
+            t0 = time.perf_counter()
+            try:
+                self.state.compiled[key] = torch.compile(ref)
+            except Exception as exc:  # recorded, the run goes on without this reference
+                self.state.compiled[key] = f"{type(exc).__name__}: {exc}"
+            self.compile_ref_s = time.perf_counter() - t0
+        return self.state.compiled[key]
+
+    def time_on_cuda(self, problem: Problem, module: Any, ref: torch.nn.Module,
+                     cand: torch.nn.Module, sizes: dict[str, int]) -> dict[str, Any]:
+        cfg = self.cfg
+        inputs = self.inputs(module, problem, int(cfg["seed"]) + 4000)
+        ref_inputs = compare.snapshot(inputs)
+        fns: dict[str, Callable[[], Any]] = {}
+
+        def candidate() -> Any:
+            return cand(*inputs)
+
+        def eager() -> Any:
+            return ref(*ref_inputs)
+
+        fns["candidate"], fns["eager"] = candidate, eager
+        compile_error = None
+        if cfg.get("compile_reference", True):
+            compiled = self.compiled_reference(problem, ref, sizes)
+            if isinstance(compiled, str):
+                compile_error = compiled
+            else:
+                t0 = time.perf_counter()
+                try:
+                    with torch.no_grad():
+                        compiled(*ref_inputs)
+                    torch.cuda.synchronize()
+                    fns["compiled"] = lambda: compiled(*ref_inputs)
+                except Exception as exc:  # recorded, timing goes on without it
+                    compile_error = f"{type(exc).__name__}: {exc}"
+                self.compile_ref_s += time.perf_counter() - t0
+        with torch.no_grad():
+            lat = time_interleaved(fns, min_trials=int(cfg["min_trials"]),
+                                   min_time_s=float(cfg["min_time_s"]),
+                                   max_trials=int(cfg["max_trials"]),
+                                   warmup_ms=float(cfg["warmup_ms"]))
+        tampered = self.state.integrity.tampered()
+        if tampered:
+            raise Verdict("cheat", f"timing found harness functions replaced: {tampered}")
+        c = lat["candidate"].median_ms
+        timing: dict[str, Any] = {
+            "candidate": lat["candidate"].to_dict(), "eager": lat["eager"].to_dict(),
+            "compiled": lat["compiled"].to_dict() if "compiled" in lat else None,
+            "speedup_vs_eager": lat["eager"].median_ms / c if c > 0 else None,
+            "speedup_vs_compiled": lat["compiled"].median_ms / c if "compiled" in lat and c > 0
+            else None,
+            "compile_error": compile_error, "sizes": sizes, "simulated": False,
+        }
+        # After timing, the same input memory with new values must still give right answers.
+        self.refill(module, problem, inputs, int(cfg["seed"]) + 5000)
+        self.check_once(cand, ref, inputs, "after timing, new values in the same memory")
+        self.check("correct after timing", True, "")
+        return timing
+
+    def run(self) -> dict[str, Any]:
+        t_start = time.perf_counter()
+        problem = self.problem()
+        cand_cls = load_candidate(Path(self.job["candidate"]), self.state)
+        self.check("imports and defines ModelNew", True, "")
+        base = self.base_sizes(problem)
+        first, *others = self.plans(problem, base)
+        timed_module, timed_ref, timed_cand = self.run_plan(problem, cand_cls, first)
+        for plan in others:
+            self.run_plan(problem, cand_cls, plan)
+        self.check("ran custom kernels only", True,
+                   f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
+        timing = None
+        if self.job.get("timed") and self.device.type == "cuda":
+            timing = self.time_on_cuda(problem, timed_module, timed_ref, timed_cand, base)
+            speedup = timing.get("speedup_vs_eager") or 0.0
+            if speedup > float(self.cfg["suspicious_speedup"]):
+                self.reverify(problem, cand_cls, base, speedup)
+        return {
+            "status": "ok", "message": "verified" + ("" if timing else " (not timed)"),
+            "timing": timing, "elapsed_s": time.perf_counter() - t_start,
+        }
+
+    def reverify(self, problem: Problem, cand_cls: type, base: dict[str, int], speedup: float
+                 ) -> None:
+        seed = int(self.cfg["seed"]) + 7000
+        for plan in (Plan("fresh input sets", base, [seed, seed + 1, seed + 2]),
+                     Plan("fresh other shapes", perturbed_sizes(base, 2), [seed + 3])):
+            self.run_plan(problem, cand_cls, plan)
+        self.flags.append(f"speedup {speedup:.1f}x is above the suspicious threshold: "
+                          f"re-verified on fresh inputs and shapes")
+
+    def result(self) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        out: dict[str, Any]
+        try:
+            out = self.run()
+        except Verdict as v:
+            out = {"status": v.status, "message": v.message,
+                   "fatal": bool(getattr(v, "fatal", False))}
+        except ProblemError as exc:
+            out = {"status": "crash", "message": f"the reference problem failed: {exc}",
+                   "harness_error": str(exc)}
+        elapsed = time.perf_counter() - t0
+        out.update({
+            "target": self.state.target, "device": device_name(self.device),
+            "checks": self.checks, "errors": [self.errors[k] for k in sorted(self.errors)],
+            "aten_ops": sorted(self.ops_seen), "kernel_launches": self.max_launches,
+            "nondeterministic": self.nondeterministic, "flags": self.flags,
+            "elapsed_s": elapsed,
+            "first_call_s": self.first_call_s, "compile_reference_s": self.compile_ref_s,
+            "overhead_s": max(0.0, elapsed - self.first_call_s - self.compile_ref_s),
+            "versions": versions(),
+        })
+        out.setdefault("timing", None)
+        return out
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({platform.processor() or platform.machine()}, Triton interpreter)"
+
+
+def versions() -> dict[str, str]:
+    import triton
+
+    info = {"python": platform.python_version(), "torch": torch.__version__,
+            "triton": triton.__version__}
+    if torch.cuda.is_available():
+        info["cuda"] = str(torch.version.cuda)
+    return info
+
+
+def _limit_memory(gb: float) -> None:
+    import resource
+
+    limit = int(gb * 1024**3)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
+    device = torch.device("cuda" if target == "cuda" else "cpu")
+    if device.type == "cpu":
+        _limit_memory(memory_limit_gb)
+        torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
+    else:
+        torch.cuda.init()
+    # fp32 references compute in full fp32: TF32 would make them the inaccurate side.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    launches = LaunchCounter()
+    launches.install()
+    # Imported before the integrity snapshot: importing dynamo wraps torch.manual_seed and
+    # friends, which must not look like a candidate's tampering later.
+    importlib.import_module("torch._dynamo")
+    importlib.import_module("triton")
+
+    state = WorkerState(target=target, device=device, launches=launches, integrity=Integrity())
+    reader = os.fdopen(fd_in, "r")
+    writer = os.fdopen(fd_out, "w")
+    writer.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    writer.flush()
+    for line in reader:
+        job = json.loads(line)
+        state.jobs += 1
+        print(f"--- kernelevolve job {job['id']} ---", file=sys.stderr, flush=True)
+        result = Evaluation(job, state).result()
+        result["id"] = job["id"]
+        writer.write(json.dumps(result, default=str) + "\n")
+        writer.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if result.get("fatal"):
+            os._exit(3)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--fd-in", type=int, required=True)
+    parser.add_argument("--fd-out", type=int, required=True)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0)
+    args = parser.parse_args(argv)
+    serve(args.fd_in, args.fd_out, args.target, args.memory_limit_gb)
+
+
+if __name__ == "__main__":
+    main()

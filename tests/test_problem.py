@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelevolve.errors import ProblemError
+from kernelevolve.problem import (
+    MIN_SCALABLE_SIZE,
+    load_problem,
+    parse_problem,
+    perturbed_sizes,
+)
+
+DATA = Path(__file__).parent / "data"
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+GOOD = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+    def forward(self, x):
+        return x * self.scale
+
+rows = 64
+cols = 4 * 32
+hidden = rows * 2
+dim = 1
+
+def get_inputs():
+    return [torch.randn(rows, hidden)]
+
+def get_init_inputs():
+    return [2.0]
+"""
+
+
+def write(tmp_path, text, name="p.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_unmodified_kernelbench_files_load():
+    relu = load_problem(DATA / "kernelbench_relu.py")
+    assert relu.sizes == {"batch_size": 4096, "dim": 393216}
+    conv = load_problem(DATA / "kernelbench_conv_relu_bias.py")
+    # chained assignments are sizes too; derived tuples are not
+    assert conv.sizes["height"] == conv.sizes["width"] == 128
+    assert "bias_shape" not in conv.sizes
+
+
+def test_every_example_problem_loads():
+    paths = sorted((EXAMPLES / "problems").glob("*.py"))
+    assert len(paths) >= 12
+    for path in paths:
+        problem = load_problem(path)
+        assert problem.sizes, f"{path.name} has no module-level sizes to override"
+
+
+def test_size_override_follows_into_derived_values(tmp_path):
+    problem = parse_problem(write(tmp_path, GOOD))
+    assert problem.sizes == {"rows": 64, "dim": 1}  # computed sizes are not overridable
+    module, model, init = problem.instantiate({"rows": 10})
+    assert module.hidden == 20
+    (x,) = module.get_inputs()
+    assert x.shape == (10, 20)
+    assert init == [2.0] and model.scale == 2.0
+
+
+def test_chained_assignment_override_splits(tmp_path):
+    problem = load_problem(DATA / "kernelbench_conv_relu_bias.py")
+    module = problem.module({"height": 9})
+    assert (module.height, module.width) == (9, 128)
+
+
+def test_unknown_override_is_refused(tmp_path):
+    problem = parse_problem(write(tmp_path, GOOD))
+    with pytest.raises(ProblemError, match="cannot override \\['nope'\\]"):
+        problem.module({"nope": 3})
+
+
+def test_shrink_fits_budget_and_keeps_small_constants():
+    problem = load_problem(DATA / "kernelbench_conv_relu_bias.py")
+    sizes = problem.shrink_sizes(1 << 16)
+    assert problem.input_elements(sizes) <= 1 << 16
+    assert sizes["kernel_size"] == 3
+    module, model, _ = problem.instantiate(sizes)
+    (x,) = module.get_inputs()
+    assert model(x).shape[0] == sizes["batch_size"]
+
+
+def test_shrink_huge_kernelbench_shapes_without_allocating():
+    problem = load_problem(DATA / "kernelbench_relu.py")  # 1.6e9 elements as written
+    sizes = problem.shrink_sizes(1 << 16)
+    assert sizes["batch_size"] * sizes["dim"] <= 1 << 16
+
+
+def test_perturbed_sizes_differ_and_are_odd():
+    base = {"batch": 16, "dim": 1024, "axis": 1, "k": 3}
+    for variant in range(3):
+        other = perturbed_sizes(base, variant)
+        assert other["axis"] == 1 and other["k"] == 3
+        for name in ("batch", "dim"):
+            assert other[name] != base[name] and other[name] % 2 == 1
+            assert other[name] > MIN_SCALABLE_SIZE
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("def get_inputs(:\n", "does not parse"),
+        ("import torch\ndef get_inputs():\n    return []\n", "lacks Model, get_init_inputs"),
+        (GOOD.replace("return [torch.randn(rows, hidden)]", "raise ValueError('boom')"),
+         "get_inputs\\(\\) raised ValueError: boom"),
+        (GOOD.replace("return [2.0]", "return 2.0"), "must return a list"),
+        (GOOD + "\nraise RuntimeError('at import')\n", "raised while loading"),
+    ],
+)
+def test_bad_problem_files_get_clear_errors(tmp_path, text, match):
+    with pytest.raises(ProblemError, match=match):
+        load_problem(write(tmp_path, text))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ProblemError, match="does not exist"):
+        load_problem(tmp_path / "absent.py")
+
+
+def test_instantiate_is_seeded(tmp_path):
+    problem = load_problem(DATA / "kernelbench_conv_relu_bias.py")
+    sizes = problem.shrink_sizes(4096)
+    _, a, _ = problem.instantiate(sizes, seed=3)
+    _, b, _ = problem.instantiate(sizes, seed=3)
+    assert torch.equal(a.conv.weight, b.conv.weight)

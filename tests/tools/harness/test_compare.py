@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelevolve.tools.harness.compare import (
+    bitwise_equal,
+    compare_outputs,
+    modified_inputs,
+    poison,
+    tolerance,
+)
+
+
+def test_fp32_tolerance_is_tight_and_loosening_is_guarded():
+    assert tolerance(torch.float32) == (1e-4, 1e-4)
+    assert tolerance(torch.float32, atol=1e-3) == (1e-3, 1e-4)
+    with pytest.raises(ValueError, match="looser than 0.001"):
+        tolerance(torch.float32, atol=1e-2)
+    assert tolerance(torch.float32, atol=1e-2, allow_loose_fp32=True)[0] == 1e-2
+    assert tolerance(torch.bfloat16) == (2e-2, 2e-2)
+    assert tolerance(torch.int64) == (0.0, 0.0)
+
+
+def test_within_tolerance_passes_and_reports_error():
+    ref = torch.linspace(-1, 1, 100)
+    errors, problem = compare_outputs(ref, ref + 5e-5)
+    assert problem is None
+    assert errors[0].max_abs_error == pytest.approx(5e-5, rel=1e-3)
+
+
+def test_outside_tolerance_names_the_first_bad_element():
+    ref = torch.zeros(4, 4)
+    out = ref.clone()
+    out[2, 3] = 0.5
+    errors, problem = compare_outputs(ref, out)
+    assert problem is not None and "[2, 3]" in problem and "1 of 16" in problem
+    assert errors[0].mismatched == 1
+
+
+def test_nan_never_passes_unless_the_reference_has_it():
+    ref = torch.ones(8)
+    out = ref.clone()
+    out[0] = float("nan")
+    _, problem = compare_outputs(ref, out)
+    assert problem is not None and "NaN/Inf" in problem
+    ref_nan = ref.clone()
+    ref_nan[0] = float("nan")
+    assert compare_outputs(ref_nan, out)[1] is None
+    inf = ref.clone()
+    inf[1] = float("inf")
+    assert compare_outputs(ref, inf)[1] is not None
+
+
+def test_structure_dtype_and_shape_must_match():
+    x = torch.ones(3)
+    assert "dtype" in compare_outputs(x, x.double())[1]
+    assert "shape" in compare_outputs(x, torch.ones(4))[1]
+    assert "2 outputs" in compare_outputs(x, (x, x))[1]
+
+
+def test_integers_are_exact():
+    ref = torch.arange(10)
+    out = ref.clone()
+    out[3] += 1
+    assert compare_outputs(ref, out)[1] == "output 0: 1 of 10 values differ"
+
+
+def test_poison_overwrites_floats_and_ints():
+    f, i = torch.ones(4), torch.ones(4, dtype=torch.int32)
+    poison((f, i))
+    assert f.isnan().all() and (i == torch.iinfo(torch.int32).max).all()
+
+
+def test_modified_inputs_and_bitwise_equal():
+    a = torch.randn(5)
+    before = [a.clone(), 3]
+    assert modified_inputs(before, [a, 3]) == []
+    a[0] += 1
+    assert modified_inputs(before, [a, 3]) == [0]
+    nan = torch.tensor([float("nan"), 1.0])
+    assert bitwise_equal(nan, nan.clone())
+    assert not bitwise_equal(nan, torch.tensor([float("nan"), 1.0000001]))
