@@ -61,7 +61,9 @@ class EvalConfig(_Section):
     suspicious_speedup: float = Field(
         10.0, gt=1, description="speedups above this are flagged and re-verified"
     )
-    seed: int = 0
+    seed: int | None = Field(
+        None, description="base seed of the input sets; unset: a fresh random one per evaluation"
+    )
 
 
 class KBConfig(_Section):
@@ -73,14 +75,17 @@ class KBConfig(_Section):
         0.05, ge=0, description="distil a skill only when the child is this much faster (0.05 = 5%)"
     )
     skill_merge_distance: float = Field(
-        0.12,
+        0.3,
         gt=0,
         lt=2,
-        description="a new skill closer than this (cosine distance) to one of the same target "
-        "and operator is merged into it",
+        description="a new skill whose change is closer than this (cosine distance) to the "
+        "change of a skill for the same target and operator is merged into it",
     )
     skill_max_distance: float = Field(
-        0.6, gt=0, le=2, description="retrieve a skill only when it is at least this close"
+        0.5,
+        gt=0,
+        le=2,
+        description="retrieve a skill only when it is at least this close (cosine distance)",
     )
 
     def resolved_path(self) -> Path:

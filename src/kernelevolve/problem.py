@@ -23,6 +23,9 @@ import torch
 from kernelevolve.errors import ProblemError
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+# Optional: a problem may name library ops its candidates may call (e.g. ["conv2d"]), so a
+# conv-with-epilogue problem can ask for the epilogue alone. Plain KernelBench files lack it.
+ALLOWED_OPS_NAME = "KERNELEVOLVE_ALLOWED_OPS"
 # Sizes below this are axis indices, kernel sizes, strides or head counts: never rescaled.
 MIN_SCALABLE_SIZE = 8
 
@@ -81,6 +84,7 @@ class Problem:
     source: str
     sizes: dict[str, int]
     name: str = field(default="")
+    allowed_ops: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.name = self.name or self.path.stem
@@ -208,7 +212,24 @@ def parse_problem(path: str | Path) -> Problem:
             f"{p} is not a KernelBench-format problem: it lacks {', '.join(missing)} "
             f"(a problem defines class Model(nn.Module), get_inputs() and get_init_inputs())"
         )
-    return Problem(path=p.resolve(), source=source, sizes=_top_level_int_sizes(tree))
+    return Problem(path=p.resolve(), source=source, sizes=_top_level_int_sizes(tree),
+                   allowed_ops=_allowed_ops(tree, p))
+
+
+def _allowed_ops(tree: ast.Module, path: Path) -> list[str]:
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == ALLOWED_OPS_NAME):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                value = None
+            if not (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)):
+                raise ProblemError(f"{path}: {ALLOWED_OPS_NAME} must be a literal list of op "
+                                   f"names, e.g. [\"conv2d\"]")
+            return list(value)
+    return []
 
 
 def load_problem(path: str | Path, check: bool = True) -> Problem:

@@ -56,7 +56,8 @@ def test_structure_dtype_and_shape_must_match():
     x = torch.ones(3)
     assert "dtype" in compare_outputs(x, x.double())[1]
     assert "shape" in compare_outputs(x, torch.ones(4))[1]
-    assert "2 outputs" in compare_outputs(x, (x, x))[1]
+    assert "is a tuple, the reference returns a Tensor" in compare_outputs(x, (x, x))[1]
+    assert "has 1 items, the reference 2" in compare_outputs((x, x), (x,))[1]
 
 
 def test_integers_are_exact():

@@ -97,7 +97,7 @@ def test_check_cli_json_and_exit_codes(tmp_path):
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["status"] == "ok"
     bad = tmp_path / "bad.py"
-    bad.write_text(RELU_TRITON.replace("tl.maximum(x, 0.0)", "x"))
+    bad.write_text(RELU_TRITON.replace("tl.maximum(x, 0.0)", "-x"))
     fail = subprocess.run(
         [sys.executable, "-m", "kernelevolve.cli", "check", str(RELU), str(bad),
          "--target", "cpu", "--json"], capture_output=True, text=True, timeout=300)

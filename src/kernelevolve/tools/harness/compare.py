@@ -79,9 +79,10 @@ def compare_outputs(expected: Any, actual: Any, atol: float | None = None,
                     rtol: float | None = None, allow_loose_fp32: bool = False
                     ) -> tuple[list[OutputError], str | None]:
     """Per-output error figures, and the first reason the outputs do not match (or None)."""
+    structure = _structure_mismatch(expected, actual)
+    if structure:
+        return [], structure
     exp, act = as_list(expected), as_list(actual)
-    if len(exp) != len(act):
-        return [], f"the candidate returned {len(act)} outputs, the reference {len(exp)}"
     errors: list[OutputError] = []
     problem: str | None = None
     for i, (e, a) in enumerate(zip(exp, act, strict=True)):
@@ -106,6 +107,21 @@ def compare_outputs(expected: Any, actual: Any, atol: float | None = None,
         errors.append(err)
         problem = problem or reason
     return errors, problem
+
+
+def _structure_mismatch(expected: Any, actual: Any, where: str = "the output") -> str | None:
+    """Containers must match in type and length before their leaves are compared."""
+    if isinstance(expected, list | tuple) or isinstance(actual, list | tuple):
+        if type(expected) is not type(actual):
+            return (f"{where} is a {type(actual).__name__}, the reference returns a "
+                    f"{type(expected).__name__}")
+        if len(expected) != len(actual):
+            return f"{where} has {len(actual)} items, the reference {len(expected)}"
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            found = _structure_mismatch(e, a, f"{where}[{i}]")
+            if found:
+                return found
+    return None
 
 
 def _compare_tensor(i: int, e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float
@@ -170,6 +186,13 @@ def poison_allocator(nbytes: int, device: torch.device) -> None:
 
 def snapshot(values: list[Any]) -> list[Any]:
     return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def clone_tree(value: Any) -> Any:
+    """A copy of a forward's result with every tensor cloned and containers kept as they are."""
+    if isinstance(value, list | tuple):
+        return type(value)(clone_tree(v) for v in value)
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
 def modified_inputs(before: list[Any], after: list[Any]) -> list[int]:

@@ -32,8 +32,37 @@ ALLOWED_ATEN_OPS = frozenset({
     "split", "split_with_sizes", "unbind", "detach", "alias", "lift_fresh", "clone", "copy_",
     "_to_copy", "contiguous", "view_as", "expand_as", "flatten", "unflatten", "movedim",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "stride", "size",
-    "is_contiguous", "_local_scalar_dense", "resize_", "set_", "arange", "_has_compatible_shallow_copy_type",
+    "is_contiguous", "resize_", "set_", "arange", "_has_compatible_shallow_copy_type",
 })
+# Not allowed on purpose: _local_scalar_dense (.item(): host-side compute and fingerprinting of
+# inputs) and lift_fresh (tensors built from Python data computed on the host).
+
+
+# What a user-facing library op name dispatches to: F.conv2d reaches the dispatcher as
+# aten.convolution, F.linear as addmm/mm, and so on.
+_CONV = {"convolution", "_convolution", "cudnn_convolution", "cudnn_convolution_transpose",
+         "convolution_overrideable", "mkldnn_convolution", "miopen_convolution",
+         "_convolution_mode", "_nnpack_spatial_convolution", "slow_conv2d_forward",
+         "slow_conv3d_forward", "thnn_conv2d", "slow_conv_transpose2d", "slow_conv_transpose3d"}
+LIBRARY_OP_ALIASES: dict[str, set[str]] = {
+    **{name: _CONV for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                                "conv_transpose2d", "conv_transpose3d", "convolution")},
+    "linear": {"linear", "addmm", "mm", "t"},
+    "matmul": {"matmul", "mm", "bmm", "addmm", "_unsafe_view"},
+    "mm": {"mm"}, "bmm": {"bmm"}, "addmm": {"addmm"},
+    "scaled_dot_product_attention": {
+        "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
+        "scaled_dot_product_attention"},
+}
+
+
+def expand_allowed(names: set[str] | list[str]) -> set[str]:
+    """The aten ops that allowing the library ops ``names`` permits."""
+    out: set[str] = set()
+    for name in names:
+        out |= LIBRARY_OP_ALIASES.get(name, {name})
+    return out
 
 
 def op_name(func: Any) -> str:
@@ -119,8 +148,9 @@ class LaunchCounter:
         setattr(cls, name, run)
 
 
-def _watched() -> dict[str, Any]:
-    """The functions whose identity must not change while candidates run."""
+def _watched(modules: tuple[Any, ...]) -> dict[str, Any]:
+    """The functions whose identity must not change while candidates run: timers, comparisons,
+    RNG, synchronization, and every function and method of the harness's own modules."""
     import torch.nn.functional as F
 
     watched: dict[str, Any] = {
@@ -132,6 +162,7 @@ def _watched() -> dict[str, Any]:
         "torch.equal": torch.equal,
         "torch.isclose": torch.isclose,
         "torch.isfinite": torch.isfinite,
+        "torch.where": torch.where,
         "torch.manual_seed": torch.manual_seed,
         "torch.randn": torch.randn,
         "torch.rand": torch.rand,
@@ -139,8 +170,12 @@ def _watched() -> dict[str, Any]:
         "torch.Tensor.clone": torch.Tensor.clone,
         "torch.Tensor.copy_": torch.Tensor.copy_,
         "torch.Tensor.__eq__": torch.Tensor.__eq__,
+        "torch.Tensor.__ne__": torch.Tensor.__ne__,
         "torch.Tensor.sub": torch.Tensor.sub,
+        "torch.Tensor.__sub__": torch.Tensor.__sub__,
         "torch.Tensor.abs": torch.Tensor.abs,
+        "torch.Tensor.double": torch.Tensor.double,
+        "torch.Tensor.__torch_function__": vars(torch.Tensor)["__torch_function__"],
         "torch.nn.Module.__call__": torch.nn.Module.__call__,
         "torch.nn.Module.load_state_dict": torch.nn.Module.load_state_dict,
         "torch.nn.functional.linear": F.linear,
@@ -151,19 +186,45 @@ def _watched() -> dict[str, Any]:
         "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
         "torch.cuda.current_stream": torch.cuda.current_stream,
     }
+    for module in modules:
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and obj.__module__ == module.__name__:
+                for attr, member in vars(obj).items():
+                    if callable(member):
+                        watched[f"{module.__name__}.{name}.{attr}"] = member
+            elif callable(obj):
+                watched[f"{module.__name__}.{name}"] = obj
     return watched
 
 
-class Integrity:
-    """Remembers the watched functions; :meth:`tampered` names those replaced since."""
+def _global_state() -> dict[str, Any]:
+    """Process-wide torch switches a candidate could flip to change the reference too."""
+    return {
+        "default dtype": torch.get_default_dtype(),
+        "default device": str(torch.get_default_device()),
+        "grad mode": torch.is_grad_enabled(),
+        "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+        "tf32 matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32 cudnn": torch.backends.cudnn.allow_tf32,
+        "bf16 reduced-precision reduction":
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "fp16 reduced-precision reduction":
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    }
 
-    def __init__(self) -> None:
-        self.snapshot = _watched()
-        self.threads = threading.active_count()
+
+class Integrity:
+    """Remembers the watched functions and global switches; :meth:`tampered` names those a
+    candidate changed since. ``modules`` are the harness's own modules, watched whole."""
+
+    def __init__(self, modules: tuple[Any, ...] = ()) -> None:
+        self.modules = modules
+        self.snapshot = _watched(modules)
+        self.state = _global_state()
 
     def tampered(self) -> list[str]:
-        now = _watched()
+        now = _watched(self.modules)
         changed = [name for name, fn in self.snapshot.items() if now.get(name) is not fn]
-        if threading.active_count() > self.threads:
-            changed.append(f"threads ({threading.active_count()} alive, {self.threads} before)")
+        state = _global_state()
+        changed += [f"{k} ({self.state[k]} -> {v})" for k, v in state.items() if self.state[k] != v]
         return changed

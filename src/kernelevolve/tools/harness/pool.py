@@ -207,7 +207,8 @@ class WorkerPool:
         """Evaluate one candidate (a path to a .py file, or its source) against ``problem``."""
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
         source, label = _candidate_source(candidate)
-        findings = check_source(source, self.config.allowed_ops)
+        allowed = sorted({*self.config.allowed_ops, *prob.allowed_ops})
+        findings = check_source(source, allowed)
         base = {"target": self.target.name, "problem": str(prob.path), "candidate": label}
         if findings:
             status = (EvalStatus.compile_error if any(f.kind == "contract" for f in findings)
@@ -223,7 +224,8 @@ class WorkerPool:
             cand_path.write_text(source)
             job = {
                 "id": f"{worker.index}-{worker.jobs}", "problem": str(prob.path),
-                "candidate": str(cand_path), "config": self.config.model_dump(mode="json"),
+                "candidate": str(cand_path),
+                "config": {**self.config.model_dump(mode="json"), "allowed_ops": allowed},
                 "timed": self.target.timed if timed is None else timed,
             }
             reply = worker.evaluate(job, self.config.timeout_s)

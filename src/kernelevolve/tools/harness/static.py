@@ -50,7 +50,28 @@ FORBIDDEN_ATTRS: dict[str, str] = {
     "torch.hub": "nothing may be fetched",
     "torch.save": "no files", "torch.load": "no files",
     "torch.autograd.Function": "autograd plumbing is not needed for a forward kernel",
+    "torch.initial_seed": "the RNG that makes the inputs is off limits",
+    "torch.cuda.initial_seed": "the RNG that makes the inputs is off limits",
+    "torch.set_default_tensor_type": "global switches change the reference too",
+    "torch.set_default_device": "global switches change the reference too",
+    "torch.use_deterministic_algorithms": "global switches change the reference too",
+    "torch.set_flush_denormal": "global switches change the reference too",
+    "torch.set_grad_enabled": "global switches change the reference too",
+    "torch.from_numpy": "host-side numpy compute is not a kernel",
 }
+# Attribute names that lead from allowed modules to the interpreter (``torch.sys``,
+# ``dataclasses.sys.modules``) or compute on the host instead of in a kernel.
+FORBIDDEN_ATTR_NAMES: dict[str, str] = {
+    **{name: "it leads from an allowed module to the interpreter and the harness"
+       for name in ("sys", "os", "builtins", "importlib", "inspect", "modules", "gc",
+                    "subprocess", "ctypes", "threading", "multiprocessing", "_thread")},
+    **{name: "it computes on the host instead of in a kernel"
+       for name in ("tolist", "numpy", "item", "apply_", "map_", "map2_", "untyped_storage",
+                    "storage", "data_ptr_to_host")},
+}
+_GEMM_OPS = {"mm", "matmul", "linear", "bmm", "addmm"}
+# Receivers whose private attributes a candidate may touch (its own module state).
+_OWN_RECEIVERS = {"self", "cls"}
 FORBIDDEN_BUILTINS = {
     "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "setattr",
     "delattr", "breakpoint", "input", "memoryview", "exit", "quit",
@@ -64,6 +85,11 @@ _CPP_FORBIDDEN = [
     (re.compile(r"\bcudnn\w*"), "cuDNN does the work (allow the library op to use it)"),
     (re.compile(r"\bcudaStreamCreate\w*|\bcudaStreamNonBlocking\b"), "work on other streams"),
     (re.compile(r"\bstd::thread\b|\bpthread_create\b|#\s*include\s*<thread>"), "other threads"),
+    (re.compile(r"\bc10::impl\b|\bDispatchKey\w*|\bExcludeDispatchKeyGuard\b|\bAutoDispatch\w*"),
+     "dispatcher guards hide ATen calls from the op recorder"),
+    (re.compile(r"\.\s*(?:matmul|mm|addmm|bmm|relu|softmax|log_softmax|conv\w*|linear|sum|mean|"
+                r"exp|tanh|sigmoid|gelu|mul|add|sub|div|layer_norm)_?\s*\("),
+     "ATen compute called as a tensor method from C++ does the work"),
     (re.compile(r"\b(?:at|torch)::(?!empty\b|empty_like\b|empty_strided\b|zeros\b|zeros_like\b|"
                 r"Tensor\b|TensorOptions\b|ScalarType\b|k[A-Z]\w*\b|Device\b|DeviceType\b|"
                 r"IntArrayRef\b|cuda::getCurrentCUDAStream\b|cuda::CUDAGuard\b|Half\b|BFloat16\b|"
@@ -142,10 +168,30 @@ class _Visitor(ast.NodeVisitor):
         if any(path == p or path.startswith(p + ".") for p in FORBIDDEN_MODULE_PREFIXES):
             self._refuse(node, f"{path} is not allowed: it reaches past the contract")
 
+    def _check_attr_name(self, node: ast.AST, attr: str, receiver: ast.AST | None) -> None:
+        if attr.startswith("__") and attr.endswith("__"):
+            if attr not in ALLOWED_DUNDERS:
+                self._refuse(node, f"access to {attr} is not allowed: it leads out of the "
+                                   f"candidate")
+        elif attr.startswith("_") and not (isinstance(receiver, ast.Name)
+                                           and receiver.id in _OWN_RECEIVERS):
+            self._refuse(node, f"access to the private attribute {attr} is not allowed: it "
+                               f"reaches into library internals")
+        if attr in FORBIDDEN_ATTR_NAMES:
+            self._refuse(node, f".{attr} is not allowed: {FORBIDDEN_ATTR_NAMES[attr]}")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # ``rng = torch`` makes ``rng.manual_seed`` resolve to ``torch.manual_seed``.
+        path = self._resolve(node.value)
+        if path is not None:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.aliases[target.id] = path
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
-        if attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS:
-            self._refuse(node, f"access to {attr} is not allowed: it leads out of the candidate")
+        self._check_attr_name(node, attr, node.value)
         if attr in {"f_back", "f_globals", "f_locals", "gi_frame", "tb_frame", "cr_frame"}:
             self._refuse(node, f"access to {attr} is not allowed: frames lead to the harness")
         path = self._resolve(node)
@@ -169,7 +215,26 @@ class _Visitor(ast.NodeVisitor):
         self._refuse(node, f"'global {', '.join(node.names)}' is not allowed: a forward must not "
                            f"keep results between calls")
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            path = self._resolve(base)
+            if path is not None and path != "torch.nn.Module" and (
+                    path.startswith("torch.") and not path.startswith("torch.nn.")):
+                self._refuse(node, f"subclassing {path} is not allowed: a candidate defines "
+                                   f"modules, not new tensor or runtime types")
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id in {"getattr", "hasattr"}:
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                self._refuse(node, f"{node.func.id}() needs a literal attribute name: computed "
+                                   f"names hide what the candidate reaches for")
+            else:
+                self._check_attr_name(node, name.value, node.args[0])
+                base = self._resolve(node.args[0])
+                if base is not None:
+                    self._check_path(node, f"{base}.{name.value}")
         path = self._resolve(node.func)
         if path == "torch.utils.cpp_extension.load_inline":
             for value in [*node.args, *(k.value for k in node.keywords)]:
@@ -189,7 +254,12 @@ class _Visitor(ast.NodeVisitor):
             if match is None:
                 continue
             name = match.group(0)
-            if any(op in name for op in self.allowed_ops):
+            bare = re.sub(r"^[.\s]+|[\s(]+$|^\w+::", "", name)
+            if name in self.allowed_ops or bare in self.allowed_ops:
+                continue
+            if name.startswith("cublas") and self.allowed_ops & _GEMM_OPS:
+                continue
+            if name.startswith("cudnn") and any(op.startswith("conv") for op in self.allowed_ops):
                 continue
             self._refuse(node, f"CUDA C++ source uses {name!r}: {why}")
 

@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import platform
+import secrets
 import sys
 import threading
 import time
@@ -40,7 +41,12 @@ from kernelevolve.problem import (
     tensors,
 )
 from kernelevolve.tools.harness import compare
-from kernelevolve.tools.harness.guard import Integrity, LaunchCounter, OpRecorder
+from kernelevolve.tools.harness.guard import (
+    Integrity,
+    LaunchCounter,
+    OpRecorder,
+    expand_allowed,
+)
 from kernelevolve.tools.harness.timing import time_interleaved
 
 
@@ -127,7 +133,7 @@ class Evaluation:
         self.state = state
         self.cfg: dict[str, Any] = job["config"]
         self.device = state.device
-        self.allowed = set(self.cfg.get("allowed_ops", []))
+        self.allowed = expand_allowed(self.cfg.get("allowed_ops", []))
         self.checks: list[dict[str, Any]] = []
         self.errors: dict[int, dict[str, Any]] = {}
         self.ops_seen: set[str] = set()
@@ -137,6 +143,10 @@ class Evaluation:
         self.first_call_s = 0.0
         self.compile_ref_s = 0.0
         self.instances: dict[str, tuple[torch.nn.Module, torch.nn.Module]] = {}
+        # Seeds are drawn per evaluation unless the user fixes one, so a candidate cannot carry
+        # answers precomputed for known inputs; they are reported, so a run can be replayed.
+        seed = self.cfg.get("seed")
+        self.seed = int(seed) if seed is not None else secrets.randbelow(2**31)
 
     # -- plumbing ---------------------------------------------------------------------------
     def check(self, name: str, passed: bool, detail: str = "") -> None:
@@ -161,7 +171,7 @@ class Evaluation:
         """The problem module at ``sizes`` with reference and candidate models. When the
         constructor arguments are those of an earlier plan, the same instances are reused, so
         state a candidate keeps between calls (a size fixed at the first call) is exercised."""
-        seed = int(self.cfg["seed"])
+        seed = self.seed
         module, ref, init_inputs = problem.instantiate(sizes, seed)
         key = repr(init_inputs)
         if key in self.instances:
@@ -183,14 +193,15 @@ class Evaluation:
 
     def inputs(self, module: Any, problem: Problem, seed: int) -> list[Any]:
         torch.manual_seed(seed)
-        return _to_device(call_factory(module, "get_inputs", problem.path), self.device)
+        values = _to_device(call_factory(module, "get_inputs", problem.path), self.device)
+        torch.manual_seed(secrets.randbelow(2**62))  # torch.initial_seed() tells nothing
+        return values
 
     # -- running ----------------------------------------------------------------------------
     def reference(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
         with torch.no_grad():
             out = ref(*compare.snapshot(inputs))
-        return compare.snapshot(as_list(out)) if isinstance(out, list | tuple) else out.clone() \
-            if isinstance(out, torch.Tensor) else out
+        return compare.clone_tree(out)
 
     def run_candidate(self, cand: torch.nn.Module, inputs: list[Any], label: str) -> Any:
         """One forward under the op recorder and launch counter, with the anti-cheat checks."""
@@ -226,6 +237,11 @@ class Evaluation:
         if launches.count == 0:
             raise Verdict("cheat", f"the forward launched no custom kernel ({label}): a candidate "
                                    f"must compute with its own Triton or CUDA kernels")
+        odd = [type(v).__name__ for v in as_list(out)
+               if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor]
+        if odd:
+            raise Verdict("cheat", f"the forward returned tensor subclasses ({', '.join(odd)}): "
+                                   f"outputs must be plain torch.Tensor ({label})")
         changed = compare.modified_inputs(before, inputs)
         if changed:
             raise Verdict("cheat", f"the forward modified its inputs {changed} ({label})")
@@ -256,8 +272,8 @@ class Evaluation:
         # Written before the run, so a crash's stderr tail says where the worker died.
         print(f"[kernelevolve] checking {label}", file=sys.stderr, flush=True)
         expected = self.reference(ref, inputs)
-        keep = compare.snapshot(as_list(expected))
-        out_bytes = sum(t.numel() * t.element_size() for t in tensors(keep))
+        keep = compare.clone_tree(expected)
+        out_bytes = sum(t.numel() * t.element_size() for t in tensors(as_list(keep)))
         compare.poison(expected)
         del expected
         compare.poison_allocator(2 * out_bytes, self.device)
@@ -266,16 +282,25 @@ class Evaluation:
         return out
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
-        """New values into the same input storage: catches results keyed by data pointers."""
+        """New values into the same input storage: catches results keyed by data pointers.
+        Where fresh inputs have other shapes (data-dependent sizes), floating inputs get new
+        random values of their own shape and the rest stay."""
         fresh = self.inputs(module, problem, seed)
+        same = all(not isinstance(o, torch.Tensor) or (isinstance(n, torch.Tensor)
+                                                       and n.shape == o.shape)
+                   for o, n in zip(inputs, fresh, strict=True))
         for old, new in zip(inputs, fresh, strict=True):
-            if isinstance(old, torch.Tensor):
+            if not isinstance(old, torch.Tensor):
+                continue
+            if same:
                 old.copy_(new)
+            elif old.dtype.is_floating_point:
+                old.copy_(torch.randn(old.shape, device=old.device).to(old.dtype))
 
     # -- the cascade ------------------------------------------------------------------------
     def plans(self, problem: Problem, base: dict[str, int]) -> list[Plan]:
         n = int(self.cfg["n_input_sets"])
-        seed = int(self.cfg["seed"])
+        seed = self.seed
         plans = [Plan("input sets", base, [seed + 1000 + i for i in range(n)],
                       determinism=True, pointer_reuse=True)]
         if self.cfg.get("extra_shapes", True) and problem.sizes:
@@ -296,6 +321,7 @@ class Evaluation:
             plan.sizes = alt
             module, ref, cand = self.build(problem, cand_cls, plan.sizes)
         inputs: list[Any] = []
+        earlier: tuple[Any, list[Any]] | None = None
         for k, seed in enumerate(plan.seeds):
             inputs = self.inputs(module, problem, seed)
             label = f"{plan.label} {k + 1}/{len(plan.seeds)} at {plan.sizes}"
@@ -305,10 +331,17 @@ class Evaluation:
                 if not compare.bitwise_equal(out, again):
                     self.nondeterministic = True
                     self.compare(self.reference(ref, inputs), again, label + ", second run")
-            del out
-        self.check(f"correct on {plan.label}", True, f"{len(plan.seeds)} sets at {plan.sizes}")
+            # An output handed out earlier must not change when the forward runs again: outputs
+            # that alias a buffer kept between calls would corrupt the caller's results.
+            if earlier is not None and not compare.bitwise_equal(earlier[0], earlier[1]):
+                raise Verdict("mismatch", f"{label}: an output returned by the previous call "
+                                          f"changed when the forward ran again (outputs alias "
+                                          f"memory the candidate keeps between calls)")
+            earlier = (out, compare.clone_tree(out))
+        self.check(f"correct on {plan.label}", True,
+                   f"{len(plan.seeds)} sets at {plan.sizes}, seeds {plan.seeds}")
         if plan.pointer_reuse:
-            self.refill(module, problem, inputs, int(self.cfg["seed"]) + 3000)
+            self.refill(module, problem, inputs, self.seed + 3000)
             self.check_once(cand, ref, inputs, "new values in the same input memory")
             self.check("no results reused across calls", True, "same pointers, new values")
         return module, ref, cand
@@ -327,7 +360,7 @@ class Evaluation:
     def time_on_cuda(self, problem: Problem, module: Any, ref: torch.nn.Module,
                      cand: torch.nn.Module, sizes: dict[str, int]) -> dict[str, Any]:
         cfg = self.cfg
-        inputs = self.inputs(module, problem, int(cfg["seed"]) + 4000)
+        inputs = self.inputs(module, problem, self.seed + 4000)
         ref_inputs = compare.snapshot(inputs)
         fns: dict[str, Callable[[], Any]] = {}
 
@@ -371,7 +404,7 @@ class Evaluation:
             "compile_error": compile_error, "sizes": sizes, "simulated": False,
         }
         # After timing, the same input memory with new values must still give right answers.
-        self.refill(module, problem, inputs, int(cfg["seed"]) + 5000)
+        self.refill(module, problem, inputs, self.seed + 5000)
         self.check_once(cand, ref, inputs, "after timing, new values in the same memory")
         self.check("correct after timing", True, "")
         return timing
@@ -401,7 +434,7 @@ class Evaluation:
 
     def reverify(self, problem: Problem, cand_cls: type, base: dict[str, int], speedup: float
                  ) -> None:
-        seed = int(self.cfg["seed"]) + 7000
+        seed = self.seed + 7000
         for plan in (Plan("fresh input sets", base, [seed, seed + 1, seed + 2]),
                      Plan("fresh other shapes", perturbed_sizes(base, 2), [seed + 3])):
             self.run_plan(problem, cand_cls, plan)
@@ -419,6 +452,10 @@ class Evaluation:
         except ProblemError as exc:
             out = {"status": "crash", "message": f"the reference problem failed: {exc}",
                    "harness_error": str(exc)}
+        except Exception as exc:  # process boundary: record it, and restart the worker
+            out = {"status": "crash", "fatal": True,
+                   "message": f"the harness failed while evaluating this candidate: "
+                              f"{type(exc).__name__}: {exc}\n{_tb_tail(exc)}"}
         elapsed = time.perf_counter() - t0
         out.update({
             "target": self.state.target, "device": device_name(self.device),
@@ -468,6 +505,10 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
     # fp32 references compute in full fp32: TF32 would make them the inaccurate side.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # cuBLAS may reduce bf16/fp16 split-K partial sums in reduced precision; the reference must
+    # be the accurate side of every comparison.
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     launches = LaunchCounter()
     launches.install()
     # Imported before the integrity snapshot: importing dynamo wraps torch.manual_seed and
@@ -475,7 +516,12 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
     importlib.import_module("torch._dynamo")
     importlib.import_module("triton")
 
-    state = WorkerState(target=target, device=device, launches=launches, integrity=Integrity())
+    from kernelevolve import problem as problem_module
+    from kernelevolve.tools.harness import guard, timing
+
+    harness_modules = (sys.modules[__name__], compare, guard, timing, problem_module)
+    state = WorkerState(target=target, device=device, launches=launches,
+                        integrity=Integrity(harness_modules))
     reader = os.fdopen(fd_in, "r")
     writer = os.fdopen(fd_out, "w")
     writer.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
