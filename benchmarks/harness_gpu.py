@@ -49,6 +49,7 @@ def main() -> None:
             t = r.timing
             rows.append({
                 "problem": sol.stem, "status": r.status.value, "message": r.message[:300],
+                "stderr_tail": "" if r.ok else r.stderr_tail[-1500:],
                 "wall_s": time.perf_counter() - t0,
                 "candidate_ms": t.candidate.median_ms if t else None,
                 "candidate_cv": t.candidate.cv if t else None,

@@ -77,7 +77,9 @@ def targets() -> None:
 def main() -> None:
     """Console entry point: ``ErrorName: message`` and exit 1 on a kernelevolve error."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except KernelEvolveError as exc:
         if _state["debug"]:
             raise
