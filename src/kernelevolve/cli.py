@@ -59,6 +59,15 @@ def check(
     raise typer.Exit(0 if result.ok else 1)
 
 
+def _mount_subcommands() -> None:
+    from kernelevolve.kb.cli import app as kb_app
+
+    app.add_typer(kb_app, name="kb")
+
+
+_mount_subcommands()
+
+
 @app.command()
 def targets() -> None:
     """List the targets this machine can evaluate on."""

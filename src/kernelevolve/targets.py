@@ -2,6 +2,9 @@
 
 - ``cuda``: a real NVIDIA GPU; candidates are compiled, checked and timed. One worker per visible GPU.
 - ``cpu``: Triton's interpreter on the CPU; correctness only, never timed.
+- ``mtia-sim:<gen>`` (``2i`` default, ``v1``, ``300``): a simulated MTIA: correctness through the
+  interpreter as on ``cpu``, time from the analytical chip model in tools/mtia (labelled
+  simulated everywhere).
 
 A target is looked up by name; names may carry a variant after a colon (``mtia-sim:2i``), and
 the registry dispatches on the part before it.
@@ -72,7 +75,21 @@ def _cpu(variant: str | None) -> Target:
                                    "never timed")
 
 
-_REGISTRY: dict[str, Callable[[str | None], Target]] = {"cuda": _cuda, "cpu": _cpu}
+def _mtia_sim(variant: str | None) -> Target:
+    from kernelevolve.tools.mtia.generations import DEFAULT_GENERATION, GENERATIONS
+
+    gen = variant or DEFAULT_GENERATION
+    if gen not in GENERATIONS:
+        raise TargetError(f"unknown MTIA generation {gen!r}; simulated generations: "
+                          f"{', '.join('mtia-sim:' + g for g in GENERATIONS)}")
+    return Target(name=f"mtia-sim:{gen}",
+                  description=f"simulated MTIA {gen} (Triton interpreter + analytical model)",
+                  timed=True, device="cpu", interpreter=True, simulated=True)
+
+
+_REGISTRY: dict[str, Callable[[str | None], Target]] = {
+    "cuda": _cuda, "cpu": _cpu, "mtia-sim": _mtia_sim,
+}
 
 
 def register_target(prefix: str, factory: Callable[[str | None], Target]) -> None:
@@ -81,7 +98,10 @@ def register_target(prefix: str, factory: Callable[[str | None], Target]) -> Non
 
 
 def target_names() -> list[str]:
-    return sorted(_REGISTRY)
+    """Every target name, variants spelled out."""
+    from kernelevolve.tools.mtia.generations import GENERATIONS
+
+    return sorted([n for n in _REGISTRY if n != "mtia-sim"] + [f"mtia-sim:{g}" for g in GENERATIONS])
 
 
 def get_target(name: str | None = None) -> Target:

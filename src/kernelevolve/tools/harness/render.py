@@ -44,7 +44,10 @@ def render_result(result: EvalResult, console: Console) -> None:
                           str(t.compiled.trials),
                           f"{t.speedup_vs_compiled:.2f}x" if t.speedup_vs_compiled else "")
         console.print(table)
-        if t.compile_error:
+        if t.simulated:
+            console.print("[dim]simulated time from the chip model (not a measurement); "
+                          "eager = one unfused kernel per aten op; no torch.compile reference[/dim]")
+        elif t.compile_error:
             console.print(f"[yellow]torch.compile reference failed:[/yellow] {t.compile_error}")
     elif result.not_timed_reason:
         console.print(f"[dim]not timed: {result.not_timed_reason}[/dim]")

@@ -47,7 +47,7 @@ from kernelevolve.tools.harness.guard import (
     OpRecorder,
     expand_allowed,
 )
-from kernelevolve.tools.harness.timing import time_interleaved
+from kernelevolve.tools.harness.timing import Latency, time_interleaved
 
 
 class Verdict(Exception):
@@ -409,6 +409,46 @@ class Evaluation:
         self.check("correct after timing", True, "")
         return timing
 
+    def time_on_mtia(self, problem: Problem, cand_cls: type) -> tuple[dict[str, Any], dict]:
+        """Simulated time on an MTIA generation at the problem's own (timed) sizes: the candidate
+        runs in the interpreter under the chip model, sampling programs of large grids; the eager
+        reference is modelled as one unfused kernel per aten op. Outputs of this sampled run are
+        incomplete and not compared; correctness was checked before, with full runs."""
+        from kernelevolve.tools.mtia import MtiaIllegalKernel, simulate_forward, simulate_reference
+
+        gen = self.state.target.partition(":")[2] or "2i"
+        module, ref, cand = self.build(problem, cand_cls, dict(problem.sizes))
+        inputs = self.inputs(module, problem, self.seed + 4000)
+        recorder = OpRecorder()
+
+        def forward() -> Any:
+            with torch.no_grad(), recorder:
+                return cand(*inputs)
+
+        try:
+            sim = simulate_forward(forward, gen)
+        except MtiaIllegalKernel as exc:
+            raise Verdict("compile_error", f"MTIA ({self.state.target}, simulated) cannot run this "
+                                           f"kernel: {'; '.join(exc.reasons)}") from exc
+        forbidden = recorder.forbidden(self.allowed)
+        if forbidden:
+            raise Verdict("cheat", f"at the timed sizes the forward ran torch ops that do the "
+                                   f"work: {', '.join(forbidden)}")
+        with torch.no_grad():
+            base = simulate_reference(ref, compare.snapshot(inputs), gen)
+        cand_ms, eager_ms = sim.time_s * 1e3, base.time_s * 1e3
+        timing = {
+            "candidate": Latency.of([cand_ms]).to_dict(), "eager": Latency.of([eager_ms]).to_dict(),
+            "compiled": None, "speedup_vs_eager": eager_ms / cand_ms if cand_ms > 0 else None,
+            "speedup_vs_compiled": None,
+            "compile_error": "no torch.compile reference on a simulated target",
+            "sizes": dict(problem.sizes), "simulated": True,
+        }
+        profile = {"instrument": "mtia-sim", "candidate": sim.to_dict(),
+                   "eager_reference": base.to_dict()}
+        self.check("simulated on MTIA", True, f"{gen}: limited by {sim.limiting_resource}")
+        return timing, profile
+
     def run(self) -> dict[str, Any]:
         t_start = time.perf_counter()
         problem = self.problem()
@@ -421,15 +461,19 @@ class Evaluation:
             self.run_plan(problem, cand_cls, plan)
         self.check("ran custom kernels only", True,
                    f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
-        timing = None
-        if self.job.get("timed") and self.device.type == "cuda":
+        timing = profile = None
+        if self.job.get("timed") and self.state.target.startswith("mtia-sim"):
+            timing, profile = self.time_on_mtia(problem, cand_cls)
+        elif self.job.get("timed") and self.device.type == "cuda":
             timing = self.time_on_cuda(problem, timed_module, timed_ref, timed_cand, base)
             speedup = timing.get("speedup_vs_eager") or 0.0
             if speedup > float(self.cfg["suspicious_speedup"]):
                 self.reverify(problem, cand_cls, base, speedup)
         return {
-            "status": "ok", "message": "verified" + ("" if timing else " (not timed)"),
-            "timing": timing, "elapsed_s": time.perf_counter() - t_start,
+            "status": "ok", "message": "verified" + (
+                "" if timing is None else " (simulated time)" if timing["simulated"] else ""
+            ) + ("" if timing else " (not timed)"),
+            "timing": timing, "profile": profile, "elapsed_s": time.perf_counter() - t_start,
         }
 
     def reverify(self, problem: Problem, cand_cls: type, base: dict[str, int], speedup: float
@@ -458,7 +502,7 @@ class Evaluation:
                               f"{type(exc).__name__}: {exc}\n{_tb_tail(exc)}"}
         elapsed = time.perf_counter() - t0
         out.update({
-            "target": self.state.target, "device": device_name(self.device),
+            "target": self.state.target, "device": device_name(self.device, self.state.target),
             "checks": self.checks, "errors": [self.errors[k] for k in sorted(self.errors)],
             "aten_ops": sorted(self.ops_seen), "kernel_launches": self.max_launches,
             "nondeterministic": self.nondeterministic, "flags": self.flags,
@@ -471,9 +515,11 @@ class Evaluation:
         return out
 
 
-def device_name(device: torch.device) -> str:
+def device_name(device: torch.device, target: str = "") -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
+    if target.startswith("mtia-sim"):
+        return f"simulated MTIA {target.partition(':')[2]} (Triton interpreter on the CPU)"
     return f"cpu ({platform.processor() or platform.machine()}, Triton interpreter)"
 
 

@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Mean over the last dimension of a 2-D tensor."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.mean(dim=1)
+
+
+batch_size = 8192
+dim = 4096
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []

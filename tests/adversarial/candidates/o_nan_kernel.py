@@ -1,0 +1,28 @@
+"""Trick (o): a NaN-producing kernel: a "branchless" relu, where(x > 0, x, 0 * log(x)), gives
+0 * log(negative) = NaN for every negative x."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+
+@triton.jit
+def relu_mul_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    relu = x * (x > 0) + 0.0 * tl.log(x)
+    tl.store(out_ptr + offs, relu * y + 1.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        n = x.numel()
+        relu_mul_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        return out

@@ -1,0 +1,32 @@
+"""Honest: numerically stable row softmax, one program per row, masked, stride-aware."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(out_ptr + row * stride_out + cols, num / den, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        n_rows, n_cols = x.shape
+        if x.stride(1) != 1:
+            x = x.contiguous()
+        out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+        BLOCK_SIZE = triton.next_power_of_2(n_cols)
+        softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0),
+                                  BLOCK_SIZE=BLOCK_SIZE)
+        return out

@@ -1,0 +1,63 @@
+"""The target registry, and the simulated MTIA target end to end through the harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelevolve.config import EvalConfig
+from kernelevolve.errors import TargetError
+from kernelevolve.targets import get_target, target_names
+from kernelevolve.tools.harness.pool import WorkerPool
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_registry_names_and_errors():
+    assert {"cpu", "cuda", "mtia-sim:2i", "mtia-sim:v1", "mtia-sim:300"} <= set(target_names())
+    assert get_target("mtia-sim").name == "mtia-sim:2i"
+    sim = get_target("mtia-sim:v1")
+    assert sim.simulated and sim.timed and sim.interpreter and sim.device == "cpu"
+    assert not get_target("cpu").timed
+    with pytest.raises(TargetError, match="unknown target 'tpu'"):
+        get_target("tpu")
+    with pytest.raises(TargetError, match="unknown MTIA generation 'v9'"):
+        get_target("mtia-sim:v9")
+
+
+def test_cuda_without_gpu_says_what_to_do():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    with pytest.raises(TargetError, match="--target cpu"):
+        get_target("cuda")
+    assert get_target(None).name == "cpu"
+
+
+@pytest.fixture(scope="module")
+def mtia_pool():
+    with WorkerPool("mtia-sim:2i", EvalConfig(n_input_sets=2), workers=1) as pool:
+        yield pool
+
+
+def test_mtia_sim_verifies_and_times_with_the_chip_model(mtia_pool):
+    name = "04_row_softmax.py"
+    result = mtia_pool.evaluate(EXAMPLES / "problems" / name, EXAMPLES / "solutions" / name)
+    assert result.status == "ok", result.message
+    t = result.timing
+    assert t is not None and t.simulated and t.compiled is None
+    assert t.sizes == {"batch_size": 4096, "dim": 4096}  # timed at the problem's own sizes
+    assert t.candidate.median_ms > 0 and t.eager.median_ms > 0 and t.speedup_vs_eager > 0
+    assert result.profile["instrument"] == "mtia-sim"
+    assert result.profile["candidate"]["simulated"] is True
+    assert "simulated" in result.device
+
+
+def test_mtia_sim_rejects_a_kernel_the_chip_cannot_run(mtia_pool):
+    # Feature hashing writes int64 pairs at row strides that are not 32-byte aligned DMA.
+    name = "14_feature_hashing.py"
+    result = mtia_pool.evaluate(EXAMPLES / "problems" / name, EXAMPLES / "solutions" / name)
+    assert result.status == "compile_error"
+    assert "cannot run this kernel" in result.message and "align" in result.message
