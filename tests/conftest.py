@@ -1,11 +1,10 @@
-"""Shared fixtures. Workers run Triton's interpreter on the CPU; keep shapes small."""
+"""Shared fixtures. cpu workers run Triton's interpreter; keep shapes small."""
 
 from __future__ import annotations
 
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest  # noqa: E402
 

@@ -60,6 +60,7 @@ class Worker:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         env = dict(os.environ)
+        env.pop("TRITON_INTERPRET", None)  # the target decides, not the caller's environment
         env.update(self.target.worker_env(self.index))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_DIR, env.get("PYTHONPATH")) if p)
         env.setdefault("OMP_NUM_THREADS", "1")

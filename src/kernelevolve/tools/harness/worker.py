@@ -125,6 +125,29 @@ def load_candidate(path: Path, state: WorkerState) -> type:
     return cls
 
 
+class _ThreadWatch:
+    """Counts threads started from the main thread while active. Threads that libraries start
+    from their own background threads (torch.compile's worker pools) are not the candidate's."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._original = threading.Thread.start
+
+    def __enter__(self) -> _ThreadWatch:
+        original, watch = self._original, self
+
+        def start(thread: threading.Thread) -> None:
+            if threading.current_thread() is threading.main_thread():
+                watch.count += 1
+            original(thread)
+
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        threading.Thread.start = self._original  # type: ignore[method-assign,assignment]
+
+
 class Evaluation:
     """One candidate against one problem on this worker's target."""
 
@@ -207,13 +230,13 @@ class Evaluation:
         """One forward under the op recorder and launch counter, with the anti-cheat checks."""
         launches = self.state.launches
         before = compare.snapshot(inputs)
-        threads = threading.active_count()
+        started = _ThreadWatch()
         stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
         recorder = OpRecorder()
         launches.count = 0
         t0 = time.perf_counter()
         try:
-            with torch.no_grad(), recorder:
+            with torch.no_grad(), recorder, started:
                 out = cand(*inputs)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
@@ -245,9 +268,9 @@ class Evaluation:
         changed = compare.modified_inputs(before, inputs)
         if changed:
             raise Verdict("cheat", f"the forward modified its inputs {changed} ({label})")
-        if threading.active_count() > threads:
-            raise Verdict("cheat", f"the forward left {threading.active_count() - threads} new "
-                                   f"threads running ({label})")
+        if started.count:
+            raise Verdict("cheat", f"the forward started {started.count} threads ({label}): "
+                                   f"work on other threads escapes the op recorder and timer")
         if stream is not None and torch.cuda.current_stream() != stream:
             raise Verdict("cheat", f"the forward switched the current CUDA stream ({label})")
         tampered = self.state.integrity.tampered()
