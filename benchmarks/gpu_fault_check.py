@@ -23,7 +23,7 @@ def main() -> None:
     with WorkerPool("cuda", config, workers=1) as pool:
         for label, cand in (("illegal access", bad), ("honest", DATA / "relu_triton.py")):
             t0 = time.perf_counter()
-            r = pool.evaluate(DATA / "kernelbench_relu.py", cand)
+            r = pool.evaluate(DATA / "relu_bf16_small.py", cand)
             print(f"== {label}: {r.status.value} in {time.perf_counter() - t0:.1f} s")
             print(r.message[:600])
             print("-- stderr tail:\n" + r.stderr_tail[-1500:], flush=True)
