@@ -197,6 +197,29 @@ def _fmt(value: float | None, spec: str = ".2f") -> str:
     return "" if value is None else format(value, spec)
 
 
+def harness_check(args: argparse.Namespace, out: Path, ceilings: Path) -> dict[str, Any]:
+    """The copy case through the evaluation harness with profiling on (once the worker calls
+    the profile job graph: config.ProfileConfig exists)."""
+    from kernelevolve import config
+    from kernelevolve.tools.diagnosis import diagnosis_of
+    from kernelevolve.tools.harness.pool import WorkerPool
+
+    if not hasattr(config, "ProfileConfig"):
+        return {"error": "not wired yet: kernelevolve.config has no ProfileConfig"}
+    cfg = config.EvalConfig(compile_reference=False, profile={
+        "enabled": True, "tools": list(args.tools), "ceilings_path": str(ceilings),
+        "raw_dir": str(out / "harness" / "raw")})
+    t0 = time.perf_counter()
+    with WorkerPool("cuda", cfg, workers=1) as pool:
+        result = pool.evaluate(KERNELS / "copy_problem.py", KERNELS / "copy_candidate.py")
+    diag = diagnosis_of(result.profile)
+    (out / "harness").mkdir(exist_ok=True)
+    (out / "harness" / "eval_result.json").write_text(result.model_dump_json(indent=1))
+    return {"status": result.status.value, "message": result.message[:500],
+            "wall_s": time.perf_counter() - t0, "kind": diag.kind.value if diag else None,
+            "profile_s": sum(r.elapsed_s for r in result.profile or [])}
+
+
 def render(summary: dict[str, Any]) -> str:
     lines = ["# Profiler diagnoses on known kernels", "",
              f"- device: {summary['env']['device']}",
@@ -219,6 +242,8 @@ def render(summary: dict[str, Any]) -> str:
             f"{_fmt(r['compute_fraction'])} | {_fmt(r['forward_ms'], '.4f')} | "
             f"{r['profile_s']:.1f} | "
             + ", ".join(f"{k}: {v}" for k, v in r["instruments"].items()) + " |")
+    if "harness" in summary:
+        lines += ["", f"Through the harness (copy): {json.dumps(summary['harness'])}"]
     for r in summary["cases"]:
         if r.get("diagnosis"):
             lines += ["", f"## {r['case']}: {r['kind']}", ""]
@@ -239,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: a smoke test at tiny sizes through Triton's interpreter")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--harness", action="store_true",
+                        help="also profile the copy case through the evaluation harness")
     args = parser.parse_args(argv)
     args.tools = tuple(t.strip() for t in args.tools.split(",") if t.strip())
     unknown = [c for c in args.only or [] if c not in {c.name for c in CASES}]
@@ -289,6 +316,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: row.get(k) for k in ("case", "kind", "match", "profile_s",
                                                    "error")}), file=sys.stderr, flush=True)
     summary["ncu_missing"] = ncu_missing(args, args.out)
+    if args.harness and args.device == "cuda":
+        try:
+            summary["harness"] = harness_check(args, args.out, ceilings)
+        except Exception as exc:  # recorded like a case
+            summary["harness"] = {"error": f"{type(exc).__name__}: {exc}"}
     summary["total_s"] = time.perf_counter() - t_all
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     summary["output_bytes"] = size

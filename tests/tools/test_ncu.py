@@ -48,6 +48,7 @@ _UNITS = {
     "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active": "%",
     "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active": "%",
     "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active": "%",
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": "%",
     "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": "ratio",
     "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": "ratio",
     "smsp__average_warps_issue_stalled_warpgroup_arrive_per_issue_active.ratio": "ratio",
@@ -81,6 +82,7 @@ def _row(name: str, duration_ns: float, dram: float, sm: float, regs: int, **ext
         "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active": 12.0,
         "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active": 30.0,
         "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active": 0.0,
+        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": 0.0,
         "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": 9.5,
         "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 0.5,
         "smsp__average_warps_issue_stalled_warpgroup_arrive_per_issue_active.ratio": 0.1,
@@ -154,6 +156,14 @@ def test_parse_csv_weights_rates_by_duration_and_sums_counts():
     assert _value(report, "ncu_shared_mem_per_block") == pytest.approx(2.0)  # KB
     assert _value(report, "ncu_pipe_lsu") == pytest.approx(30.0)
     assert _value(report, "ncu_pipe_tensor") == pytest.approx(0.0)
+
+
+def test_tensor_pipe_busy_cycles_count_though_few_instructions_issue():
+    # A warpgroup MMA issues rarely and keeps the tensor pipe busy: the cycles tell.
+    row = _row("matmul_kernel", 2_000_000, dram=10.0, sm=45.0, regs=168, **{
+        "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active": 3.0,
+        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": 82.0})
+    assert _value(ncu.parse_csv(synthetic_csv([row])), "ncu_pipe_tensor") == pytest.approx(82.0)
 
 
 def test_stall_reasons_use_one_family_and_unknown_ones_are_noted():

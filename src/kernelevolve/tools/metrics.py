@@ -107,7 +107,8 @@ METRICS: dict[str, MetricSpec] = {
         ("ncu_pipe_alu", "%", "ALU pipe (integer, logic, FP32 compare) utilization, % of peak"),
         ("ncu_pipe_fp16", "%", "FP16 pipe utilization, % of peak"),
         ("ncu_pipe_fp64", "%", "FP64 pipe utilization, % of peak"),
-        ("ncu_pipe_tensor", "%", "tensor pipes (HMMA, GMMA, IMMA, ...) utilization, % of peak"),
+        ("ncu_pipe_tensor", "%", "tensor pipes (HMMA, GMMA, IMMA, ...) utilization, % of peak "
+                                 "(busiest of instructions issued and cycles active)"),
         ("ncu_pipe_lsu", "%", "load/store unit pipe utilization, % of peak"),
         ("ncu_pipe_xu", "%", "transcendental and conversion unit (XU) utilization, % of peak"),
         ("ncu_pipe_branch", "%", "branch unit (CBU, ADU) utilization, % of peak"),

@@ -80,7 +80,12 @@ _LAUNCH = {
 }
 _FP_OPS = {"ffma": 2, "fadd": 1, "fmul": 1, "hfma": 2, "hadd": 1, "hmul": 1,
            "dfma": 2, "dadd": 1, "dmul": 1}
-_PIPE_RE = re.compile(r"^sm__inst_executed_pipe_([a-z0-9_]+?)\.avg\.pct_of_peak_sustained_active$")
+# Pipe utilization: by instructions issued, and by cycles busy. A Hopper warpgroup MMA is one
+# instruction keeping the tensor pipe busy for many cycles, so only the cycles show it.
+_PIPE_RES = (
+    re.compile(r"^sm__inst_executed_pipe_([a-z0-9_]+?)\.avg\.pct_of_peak_sustained_active$"),
+    re.compile(r"^sm__pipe_([a-z0-9_]+?)_cycles_active\.avg\.pct_of_peak_sustained_active$"),
+)
 _PIPE_GROUPS = (  # (report metric, pipe-name prefixes), first match wins
     ("ncu_pipe_tensor", ("tensor", "hmma", "gmma", "imma", "dmma", "tc")),
     ("ncu_pipe_fp16", ("fp16",)),
@@ -294,7 +299,7 @@ def _kernel_facts(values: dict[str, tuple[float, str]]) -> dict[str, float]:
     if inst is not None:
         facts["ncu_inst_executed"] = inst
     for col, (value, _) in values.items():
-        pipe = _PIPE_RE.match(col)
+        pipe = next((m for r in _PIPE_RES if (m := r.match(col))), None)
         if pipe:
             group = next((g for g, prefixes in _PIPE_GROUPS
                           if pipe.group(1).startswith(prefixes)), None)
