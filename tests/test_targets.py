@@ -50,8 +50,8 @@ def test_mtia_sim_verifies_and_times_with_the_chip_model(mtia_pool):
     assert t is not None and t.simulated and t.compiled is None
     assert t.sizes == {"batch_size": 4096, "dim": 4096}  # timed at the problem's own sizes
     assert t.candidate.median_ms > 0 and t.eager.median_ms > 0 and t.speedup_vs_eager > 0
-    assert result.profile["instrument"] == "mtia-sim"
-    assert result.profile["candidate"]["simulated"] is True
+    assert result.profile[0].instrument == "mtia-sim"
+    assert result.profile[0].detail["candidate"]["simulated"] is True
     assert "simulated" in result.device
 
 

@@ -59,6 +59,40 @@ def check(
     raise typer.Exit(0 if result.ok else 1)
 
 
+@app.command()
+def profile(
+    problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file")],
+    candidate: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
+    tools: Annotated[str, typer.Option(help="comma-separated instruments: torch,proton,ncu")]
+    = "torch,proton,ncu",
+    json_out: Annotated[bool, typer.Option("--json", help="print the EvalResult as JSON")] = False,
+    raw_dir: Annotated[Path | None, typer.Option(
+        "--raw-dir", help="keep the instruments' raw outputs (traces, CSV) here")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Verify, time and profile one candidate on the GPU: each instrument's metrics and a
+    diagnosis (memory-, compute-, occupancy- or launch-bound). Exits 0 only if ok."""
+    from kernelevolve.config import load_settings
+    from kernelevolve.tools.diagnosis import render_profile
+    from kernelevolve.tools.harness.pool import WorkerPool
+    from kernelevolve.tools.harness.render import render_result
+
+    chosen = [t.strip() for t in tools.split(",") if t.strip()]
+    raw = {"raw_dir": str(raw_dir.resolve())} if raw_dir else {}
+    settings = load_settings(config, eval={"profile": {"enabled": True, "tools": chosen, **raw}})
+    with WorkerPool("cuda", settings.eval, workers=1) as pool:
+        if not json_out:
+            err_console.print(f"[dim]profiling {candidate} on {pool.target.description}[/dim]")
+        result = pool.evaluate(problem, candidate)
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        render_result(result, console)
+        if result.profile:
+            render_profile(result.profile, console)
+    raise typer.Exit(0 if result.ok else 1)
+
+
 def _mount_subcommands() -> None:
     from kernelevolve.kb.cli import app as kb_app
 

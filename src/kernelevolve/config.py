@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -27,6 +27,31 @@ def data_dir() -> Path:
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ProfileConfig(_Section):
+    """Profiling of candidates that passed correctness, after timing (tools/profile_jobs.py)."""
+
+    enabled: bool = Field(False, description="profile verified candidates on GPU targets")
+    tools: list[Literal["torch", "proton", "ncu"]] = Field(
+        ["torch", "proton", "ncu"],
+        description="instruments to run (cheapest first); the roofline pass always runs",
+    )
+    timeout_s: float = Field(120.0, gt=0, description="wall-clock budget of one profile")
+    torch_iters: int = Field(3, ge=1, description="forwards under the PyTorch profiler")
+    proton_iters: int = Field(5, ge=1, description="forwards in the Proton session")
+    ncu_path: str | None = Field(
+        None, description="ncu executable; default: PATH, then /usr/local/cuda/bin/ncu"
+    )
+    ncu_launch_count: int = Field(10, ge=1, description="kernel launches ncu profiles at most")
+    ncu_timeout_s: float = Field(90.0, gt=0)
+    proton_timeout_s: float = Field(60.0, gt=0)
+    ceilings_path: str = Field(
+        default_factory=lambda: str(data_dir() / "roofline" / "ceilings.json"),
+        description="cache of the measured roofline ceilings, one entry per device name",
+    )
+    remeasure_ceilings: bool = Field(False, description="measure the ceilings even if cached")
+    raw_dir: str | None = Field(None, description="keep the instruments' raw outputs here")
 
 
 class EvalConfig(_Section):
@@ -64,6 +89,7 @@ class EvalConfig(_Section):
     seed: int | None = Field(
         None, description="base seed of the input sets; unset: a fresh random one per evaluation"
     )
+    profile: ProfileConfig = Field(default_factory=ProfileConfig)
 
 
 class KBConfig(_Section):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from kernelevolve.tools.diagnosis import ProfileReports
 
 
 class EvalStatus(StrEnum):
@@ -89,7 +90,7 @@ class EvalResult(_Model):
     compile_reference_s: float = 0.0
     overhead_s: float = 0.0
     versions: dict[str, str] = Field(default_factory=dict)
-    profile: dict[str, Any] | None = None
+    profile: ProfileReports | None = None
 
     @property
     def ok(self) -> bool:

@@ -484,7 +484,8 @@ class Evaluation:
             self.run_plan(problem, cand_cls, plan)
         self.check("ran custom kernels only", True,
                    f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
-        timing = profile = None
+        timing: dict[str, Any] | None = None
+        profile: dict[str, Any] | list[dict[str, Any]] | None = None
         if self.job.get("timed") and self.state.target.startswith("mtia-sim"):
             timing, profile = self.time_on_mtia(problem, cand_cls)
         elif self.job.get("timed") and self.device.type == "cuda":
@@ -492,12 +493,29 @@ class Evaluation:
             speedup = timing.get("speedup_vs_eager") or 0.0
             if speedup > float(self.cfg["suspicious_speedup"]):
                 self.reverify(problem, cand_cls, base, speedup)
+            if self.cfg["profile"]["enabled"]:
+                profile = self.profile(problem, timed_module, timed_ref, timed_cand, base, timing)
         return {
             "status": "ok", "message": "verified" + (
                 "" if timing is None else " (simulated time)" if timing["simulated"] else ""
             ) + ("" if timing else " (not timed)"),
             "timing": timing, "profile": profile, "elapsed_s": time.perf_counter() - t_start,
         }
+
+    def profile(self, problem: Problem, module: Any, ref: torch.nn.Module,
+                cand: torch.nn.Module, sizes: dict[str, int], timing: dict[str, Any]
+                ) -> list[dict[str, Any]]:
+        """The profilers on the verified, timed candidate (tools/profile_jobs.py)."""
+        from kernelevolve.tools.profile_jobs import ProfileContext, run_profile
+
+        seed = self.seed + 6000
+        workdir = Path.cwd() / f"profile-{self.job['id']}"  # in the worker's own directory
+        workdir.mkdir(exist_ok=True)
+        ctx = ProfileContext(problem=str(problem.path), candidate=self.job["candidate"],
+                             sizes=sizes, seed=seed, model=cand, reference=ref,
+                             inputs=self.inputs(module, problem, seed),
+                             forward_ms=timing["candidate"]["median_ms"], workdir=workdir)
+        return run_profile(ctx, self.cfg["profile"])
 
     def reverify(self, problem: Problem, cand_cls: type, base: dict[str, int], speedup: float
                  ) -> None:
