@@ -53,6 +53,7 @@ class Worker:
         (self.dir / "candidates").mkdir()
         self.proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
+        self._resp = -1
         self.eof = False
         self.jobs = 0
 
@@ -156,12 +157,13 @@ class Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.proc = None
-        for closer in (getattr(self, "_req", None),):
-            with contextlib.suppress(Exception):
-                if closer is not None:
-                    closer.close()
-        with contextlib.suppress(Exception):
-            os.close(self._resp)
+        with contextlib.suppress(AttributeError, OSError):
+            self._req.close()
+        # Close the fd once: a second os.close could hit a number reused by another pipe.
+        if self._resp >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._resp)
+            self._resp = -1
 
     def close(self) -> None:
         self.stop()

@@ -53,10 +53,11 @@ from kernelevolve.tools.harness.timing import Latency, time_interleaved
 class Verdict(Exception):
     """Ends an evaluation with a status other than ok."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: str, message: str, fatal: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.fatal = fatal  # the process is unusable afterwards (a CUDA error poisons it)
 
 
 @dataclass
@@ -244,10 +245,8 @@ class Evaluation:
             raise
         except Exception as exc:
             status = "compile_error" if _is_compile_error(exc) else "runtime_error"
-            verdict = Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
-                                      f"{_tb_tail(exc)}")
-            verdict.fatal = _is_fatal_device_error(exc)  # type: ignore[attr-defined]
-            raise verdict from exc
+            raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
+                                  f"{_tb_tail(exc)}", fatal=_is_fatal_device_error(exc)) from exc
         if not self.first_call_s:
             self.first_call_s = time.perf_counter() - t0
         self.ops_seen |= set(recorder.ops)
@@ -532,8 +531,7 @@ class Evaluation:
         try:
             out = self.run()
         except Verdict as v:
-            out = {"status": v.status, "message": v.message,
-                   "fatal": bool(getattr(v, "fatal", False))}
+            out = {"status": v.status, "message": v.message, "fatal": v.fatal}
         except ProblemError as exc:
             out = {"status": "crash", "message": f"the reference problem failed: {exc}",
                    "harness_error": str(exc)}
