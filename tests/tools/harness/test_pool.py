@@ -77,17 +77,27 @@ def test_loose_fp32_tolerance_needs_consent():
 
 
 def test_crash_and_timeout_end_that_evaluation_only():
-    # A store far outside any allocation: a segfault, in the interpreter as on a GPU.
-    crash = RELU_TRITON.replace("tl.store(out_ptr + offs,", "tl.store(out_ptr + offs + (1 << 40),")
+    # The worker process dies mid-evaluation (SystemExit passes every except Exception).
+    crash = RELU_TRITON.replace("        x = x.contiguous()\n", "        raise SystemExit(7)\n")
     hang = RELU_TRITON.replace("        x = x.contiguous()\n", "        while True:\n"
                                "            pass\n")
     with WorkerPool("cpu", EvalConfig(n_input_sets=1, timeout_s=20), workers=1) as pool:
         crashed = pool.evaluate(RELU, crash)
         assert crashed.status == "crash", crashed.message
-        assert "SIGSEGV" in crashed.message or "signal" in crashed.message
+        assert "exit code 7" in crashed.message
         timed_out = pool.evaluate(RELU, hang)
         assert timed_out.status == "timeout" and "20 s" in timed_out.message
         assert pool.evaluate(RELU, DATA / "relu_triton.py").status == "ok"
+
+
+def test_out_of_bounds_access_is_refused_before_it_lands(cpu_pool):
+    wild = RELU_TRITON.replace("tl.store(out_ptr + offs,", "tl.store(out_ptr + offs + (1 << 40),")
+    result = cpu_pool.evaluate(RELU, wild)
+    assert result.status == "runtime_error" and "out-of-bounds store" in result.message
+    unmasked = RELU_TRITON.replace("mask=mask, other=0.0)", ")")  # loads past the end
+    result = cpu_pool.evaluate(RELU, unmasked)
+    assert result.status == "runtime_error" and "out-of-bounds load" in result.message
+    assert cpu_pool.evaluate(RELU, DATA / "relu_triton.py").status == "ok"
 
 
 def test_check_cli_json_and_exit_codes(tmp_path):

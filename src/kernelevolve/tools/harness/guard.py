@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -228,3 +229,77 @@ class Integrity:
         state = _global_state()
         changed += [f"{k} ({self.state[k]} -> {v})" for k, v in state.items() if self.state[k] != v]
         return changed
+
+
+class InterpreterBounds:
+    """Out-of-bounds loads and stores in Triton's interpreter raise instead of reading or
+    corrupting the worker's heap: every active lane's address must fall inside the storage of one
+    of the launch's tensor arguments. (On a GPU such accesses fault or read neighbours silently;
+    here they would crash the worker or, for loads, pass unnoticed.)"""
+
+    def __init__(self) -> None:
+        self.lo = np.zeros(0, dtype=np.uint64)
+        self.hi = np.zeros(0, dtype=np.uint64)
+
+    def install(self) -> None:
+        import triton.runtime.interpreter as interp
+
+        bounds = self
+        original_init = interp.GridExecutor._init_args_hst
+
+        @functools.wraps(original_init)
+        def init_args_hst(executor: Any, args_dev: Any, kwargs: Any) -> Any:
+            args_hst, kwargs_hst = original_init(executor, args_dev, kwargs)
+            bounds.record([*args_hst, *kwargs_hst.values()])
+            return args_hst, kwargs_hst
+
+        interp.GridExecutor._init_args_hst = init_args_hst  # type: ignore[method-assign]
+        builder = interp.interpreter_builder
+        load, store = builder.create_masked_load, builder.create_masked_store
+
+        def create_masked_load(ptrs: Any, mask: Any, *args: Any) -> Any:
+            bounds.check(ptrs, mask, "load")
+            return load(ptrs, mask, *args)
+
+        def create_masked_store(ptrs: Any, value: Any, mask: Any, *args: Any) -> Any:
+            bounds.check(ptrs, mask, "store")
+            return store(ptrs, value, mask, *args)
+
+        builder.create_masked_load = create_masked_load  # type: ignore[method-assign]
+        builder.create_masked_store = create_masked_store  # type: ignore[method-assign]
+
+    def record(self, args: list[Any]) -> None:
+        spans: list[tuple[int, int]] = []
+
+        def visit(arg: Any) -> None:
+            if isinstance(arg, tuple | list):
+                for a in arg:
+                    visit(a)
+            elif isinstance(arg, torch.Tensor):
+                storage = arg.untyped_storage()
+                spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+
+        for arg in args:
+            visit(arg)
+        spans.sort()
+        self.lo = np.array([s[0] for s in spans], dtype=np.uint64)
+        self.hi = np.array([s[1] for s in spans], dtype=np.uint64)
+
+    def check(self, ptrs: Any, mask: Any, what: str) -> None:
+        addrs = np.asarray(ptrs.data, dtype=np.uint64)
+        active = addrs[np.broadcast_to(np.asarray(mask.data, dtype=bool), addrs.shape)]
+        if active.size == 0:
+            return
+        size = np.uint64(ptrs.get_element_ty().primitive_bitwidth // 8 or 1)
+        idx = np.searchsorted(self.lo, active, side="right").astype(np.int64) - 1
+        inside = idx >= 0
+        ok = inside.copy()
+        ok[inside] = active[inside] + size <= self.hi[idx[inside]]
+        if ok.all():
+            return
+        bad = int(active[~ok][0])
+        raise IndexError(
+            f"out-of-bounds {what}: {int((~ok).sum())} active lanes address memory outside every "
+            f"tensor argument (first at {bad:#x}); mask the {what} (offs < size) or fix the "
+            f"pointer arithmetic"
+        )

@@ -43,6 +43,7 @@ from kernelevolve.problem import (
 from kernelevolve.tools.harness import compare
 from kernelevolve.tools.harness.guard import (
     Integrity,
+    InterpreterBounds,
     LaunchCounter,
     OpRecorder,
     expand_allowed,
@@ -596,6 +597,8 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     launches = LaunchCounter()
     launches.install()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        InterpreterBounds().install()
     # Imported before the integrity snapshot: importing dynamo wraps torch.manual_seed and
     # friends, which must not look like a candidate's tampering later.
     importlib.import_module("torch._dynamo")
