@@ -82,3 +82,20 @@ def test_modified_inputs_and_bitwise_equal():
     nan = torch.tensor([float("nan"), 1.0])
     assert bitwise_equal(nan, nan.clone())
     assert not bitwise_equal(nan, torch.tensor([float("nan"), 1.0000001]))
+
+
+def test_chunked_comparison_finds_the_first_bad_element_across_chunks(monkeypatch):
+    import kernelevolve.tools.harness.compare as compare
+
+    monkeypatch.setattr(compare, "COMPARE_CHUNK", 7)
+    ref = torch.zeros(5, 6)
+    out = ref.clone()
+    out[3, 2] = 1.0  # flat index 20: the third chunk
+    out[4, 5] = 2.0
+    errors, problem = compare.compare_outputs(ref, out)
+    assert "2 of 30" in problem and "first at [3, 2]" in problem
+    assert errors[0].max_abs_error == 2.0 and errors[0].mismatched == 2
+    nan = ref.clone()
+    nan[4, 1] = float("nan")
+    assert "NaN/Inf" in compare.compare_outputs(ref, nan)[1]
+    assert compare.compare_outputs(ref, ref.clone())[1] is None

@@ -124,6 +124,11 @@ def _structure_mismatch(expected: Any, actual: Any, where: str = "the output") -
     return None
 
 
+# Elements compared at a time: the fp64 temporaries of one chunk stay near 1 GB even when a
+# KernelBench output holds billions of elements.
+COMPARE_CHUNK = 1 << 24
+
+
 def _compare_tensor(i: int, e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float
                     ) -> tuple[OutputError, str | None]:
     total = e.numel()
@@ -132,33 +137,40 @@ def _compare_tensor(i: int, e: torch.Tensor, a: torch.Tensor, atol: float, rtol:
         err = OutputError(i, list(e.shape), str(e.dtype).removeprefix("torch."),
                           float(bad > 0), float(bad > 0), 0.0, 0.0, bad, total)
         return err, (f"output {i}: {bad} of {total} values differ" if bad else None)
-    e64, a64 = e.double(), a.double()
-    e_fin, a_fin = torch.isfinite(e64), torch.isfinite(a64)
-    # Non-finite values must match the reference exactly (same NaN/Inf at the same place).
-    nonfinite_bad = (e_fin != a_fin) | (~e_fin & ~((a64 == e64) | (a64.isnan() & e64.isnan())))
-    diff = torch.where(e_fin & a_fin, (a64 - e64).abs(), torch.zeros_like(e64))
-    rel = diff / e64.abs().clamp_min(1e-12)
-    out_of_tol = diff > atol + rtol * e64.abs()
-    bad_mask = out_of_tol | nonfinite_bad
-    bad = int(bad_mask.sum().item())
-    max_abs = float(diff.max().item()) if total else 0.0
-    max_rel = float(torch.where(e64.abs() > atol, rel, torch.zeros_like(rel)).max().item()) \
-        if total else 0.0
-    n_nonfinite = int(nonfinite_bad.sum().item())
+    flat_e, flat_a = e.reshape(-1), a.reshape(-1)
+    bad = n_nonfinite = 0
+    max_abs = max_rel = 0.0
+    first_bad: int | None = None
+    for start in range(0, total, COMPARE_CHUNK):
+        e64 = flat_e[start:start + COMPARE_CHUNK].double()
+        a64 = flat_a[start:start + COMPARE_CHUNK].double()
+        e_fin, a_fin = torch.isfinite(e64), torch.isfinite(a64)
+        # Non-finite values must match the reference exactly (same NaN/Inf at the same place).
+        nonfinite_bad = (e_fin != a_fin) | (~e_fin & ~((a64 == e64) | (a64.isnan() & e64.isnan())))
+        diff = torch.where(e_fin & a_fin, (a64 - e64).abs(), torch.zeros_like(e64))
+        rel = torch.where(e64.abs() > atol, diff / e64.abs().clamp_min(1e-12),
+                          torch.zeros_like(diff))
+        bad_mask = (diff > atol + rtol * e64.abs()) | nonfinite_bad
+        chunk_bad = int(bad_mask.sum().item())
+        if chunk_bad and first_bad is None:
+            first_bad = start + int(bad_mask.nonzero()[0].item())
+        bad += chunk_bad
+        n_nonfinite += int(nonfinite_bad.sum().item())
+        max_abs = max(max_abs, float(diff.max().item()))
+        max_rel = max(max_rel, float(rel.max().item()))
     if n_nonfinite:
         max_abs = max_rel = float("inf")
     err = OutputError(i, list(e.shape), str(e.dtype).removeprefix("torch."), max_abs, max_rel,
                       atol, rtol, bad, total)
-    if not bad:
+    if not bad or first_bad is None:
         return err, None
     if n_nonfinite:
         return err, (f"output {i}: {n_nonfinite} NaN/Inf values where the reference has none "
                      f"(or the reverse); {bad} of {total} values wrong")
-    idx = int(bad_mask.flatten().nonzero()[0].item())
-    where = list(torch.unravel_index(torch.tensor(idx), e.shape)) if e.dim() else []
+    where = list(torch.unravel_index(torch.tensor(first_bad), e.shape)) if e.dim() else []
     return err, (f"output {i}: {bad} of {total} values outside atol={atol:g} rtol={rtol:g}; "
                  f"max abs error {max_abs:.3g}, first at {[int(w) for w in where]}: "
-                 f"got {a.flatten()[idx].item():.6g}, expected {e.flatten()[idx].item():.6g}")
+                 f"got {flat_a[first_bad].item():.6g}, expected {flat_e[first_bad].item():.6g}")
 
 
 def poison(values: Any) -> None:
