@@ -197,7 +197,8 @@ def poison_allocator(nbytes: int, device: torch.device) -> None:
 
 
 def snapshot(values: list[Any]) -> list[Any]:
-    return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+    """A list of ``values`` with every tensor cloned."""
+    return list(clone_tree(list(values)))
 
 
 def clone_tree(value: Any) -> Any:

@@ -32,7 +32,7 @@ from kernelevolve.config import EvalConfig
 from kernelevolve.errors import CandidateError, ConfigError, ProblemError, WorkerError
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target
-from kernelevolve.tools.harness.compare import FP32_LOOSEST
+from kernelevolve.tools.harness.compare import tolerance
 from kernelevolve.tools.harness.result import EvalResult, EvalStatus
 from kernelevolve.tools.harness.static import check_source
 
@@ -171,13 +171,13 @@ class Worker:
 
 
 def _validate_tolerances(config: EvalConfig) -> None:
-    if config.allow_loose_fp32:
-        return
-    for name in ("atol", "rtol"):
-        value = getattr(config, name)
-        if value is not None and value > FP32_LOOSEST:
-            raise ConfigError(f"eval.{name}={value} is looser than {FP32_LOOSEST}, the loosest "
-                              f"float32 tolerance allowed; set eval.allow_loose_fp32 to accept it")
+    """Refuse loose fp32 tolerances in the parent, with the rule the worker applies."""
+    import torch
+
+    try:
+        tolerance(torch.float32, config.atol, config.rtol, config.allow_loose_fp32)
+    except ValueError as exc:
+        raise ConfigError(f"eval.atol/eval.rtol: {exc}") from exc
 
 
 class WorkerPool:
