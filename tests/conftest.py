@@ -17,3 +17,23 @@ def cpu_pool():
 
     with WorkerPool("cpu", EvalConfig(n_input_sets=3), workers=1) as pool:
         yield pool
+
+
+@pytest.fixture(scope="session")
+def indexed_store(tmp_path_factory: pytest.TempPathFactory):
+    """A real Chroma store with the bundled corpus indexed (the expensive step, once a session)."""
+    from kernelevolve.config import KBConfig
+    from kernelevolve.kb import KnowledgeBase
+
+    path = tmp_path_factory.mktemp("kb-session") / "kb"
+    KnowledgeBase.open(KBConfig(path=path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_kb(indexed_store):
+    """The session store, for tests that only read."""
+    from kernelevolve.config import KBConfig
+    from kernelevolve.kb import KnowledgeBase
+
+    return KnowledgeBase.open(KBConfig(path=indexed_store))

@@ -61,3 +61,14 @@ def test_mtia_sim_rejects_a_kernel_the_chip_cannot_run(mtia_pool):
     result = mtia_pool.evaluate(EXAMPLES / "problems" / name, EXAMPLES / "solutions" / name)
     assert result.status == "compile_error"
     assert "cannot run this kernel" in result.message and "align" in result.message
+
+
+def test_tune_defaults_to_the_simulated_mtia_without_a_gpu():
+    import torch
+
+    from kernelevolve.targets import tune_target
+
+    expected = "cuda" if torch.cuda.is_available() else "mtia-sim:2i"
+    target = tune_target()
+    assert target.name == expected
+    assert target.timed  # a real timing signal to search on, unlike the cpu target

@@ -23,16 +23,22 @@ _EXPORTS = {
     "load_settings": "kernelevolve.config",
     "get_target": "kernelevolve.targets",
     "KernelEvolveError": "kernelevolve.errors",
+    "tune": "kernelevolve.graph.session",
+    "resume": "kernelevolve.graph.session",
+    "Session": "kernelevolve.graph.session",
+    "TuneResult": "kernelevolve.graph.session",
 }
 
 __all__ = [
-    "EvalConfig", "EvalResult", "EvalStatus", "KernelEvolveError", "Problem", "Settings",
-    "WorkerPool", "__version__", "evaluate", "get_target", "load_problem", "load_settings",
+    "EvalConfig", "EvalResult", "EvalStatus", "KernelEvolveError", "Problem", "Session",
+    "Settings", "TuneResult", "WorkerPool", "__version__", "evaluate", "get_target",
+    "load_problem", "load_settings", "resume", "tune",
 ]
 
 if TYPE_CHECKING:
     from kernelevolve.config import EvalConfig, Settings, load_settings
     from kernelevolve.errors import KernelEvolveError
+    from kernelevolve.graph.session import Session, TuneResult, resume, tune
     from kernelevolve.problem import Problem, load_problem
     from kernelevolve.targets import get_target
     from kernelevolve.tools.harness.pool import WorkerPool, evaluate

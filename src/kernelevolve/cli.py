@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -93,6 +93,90 @@ def profile(
     raise typer.Exit(0 if result.ok else 1)
 
 
+def _tune_settings(config: Path | None, **search: object) -> object:
+    from kernelevolve.config import load_settings
+
+    over = {k: v for k, v in search.items() if v is not None}
+    return load_settings(config, search=over) if over else load_settings(config)
+
+
+@app.command()
+def tune(
+    problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file")],
+    target: Annotated[str | None, typer.Option(
+        help="cuda, mtia-sim:2i, cpu, ... (default: cuda on a GPU host, else mtia-sim:2i)")] = None,
+    goal: Annotated[float | None, typer.Option(help="stop at this speedup vs eager")] = None,
+    rounds: Annotated[int | None, typer.Option(help="budget: expansions")] = None,
+    wall: Annotated[float | None, typer.Option("--wall", help="budget: wall seconds")] = None,
+    tokens: Annotated[int | None, typer.Option(help="budget: LLM tokens")] = None,
+    strategy: Annotated[str | None, typer.Option(help="mcts or evolutionary")] = None,
+    llm: Annotated[str | None, typer.Option(
+        help="model at the configured endpoint (default: configured LLM, else offline)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="write the best kernel here (default: ./<problem>_tuned.py)")] = None,
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
+    no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
+    quiet: Annotated[bool, typer.Option(help="only results, restarts and stops")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the TuneResult as JSON")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Search for a fast verified kernel for PROBLEM. Exits 0 when a verified kernel was found."""
+    from kernelevolve.config import Settings
+    from kernelevolve.graph.render import EventPrinter
+    from kernelevolve.graph.session import Session
+
+    settings = _tune_settings(config, goal=goal, rounds=rounds, wall_s=wall, tokens=tokens,
+                              strategy=strategy)
+    assert isinstance(settings, Settings)
+    if llm:
+        settings.llm.model = llm
+    if no_kb:
+        settings.search.retrieve = settings.search.distill = False
+    printer = None if json_out else EventPrinter(err_console, quiet=quiet)
+    with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
+                        on_event=printer) as session:
+        err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
+                          f"{session.deps.synthesizer.name})", highlight=False)
+        result = session.run()
+    _finish(result, out if out is not None else Path(f"{Path(problem).stem}_tuned.py"), json_out)
+
+
+@app.command()
+def resume(
+    run: Annotated[str, typer.Argument(help="run id or run directory")],
+    out: Annotated[Path | None, typer.Option(help="write the best kernel here")] = None,
+    quiet: Annotated[bool, typer.Option(help="only results, restarts and stops")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the TuneResult as JSON")] = False,
+) -> None:
+    """Continue a run that was killed or interrupted, from its last checkpoint."""
+    from kernelevolve.graph.render import EventPrinter
+    from kernelevolve.graph.session import Session
+
+    printer = None if json_out else EventPrinter(err_console, quiet=quiet)
+    with Session.open(run, on_event=printer) as session:
+        err_console.print(f"[bold]resuming[/bold] {session.run_dir}", highlight=False)
+        result = session.run()
+    _finish(result, out, json_out)
+
+
+def _finish(result: object, out: Path | None, json_out: bool) -> None:
+    import shutil
+
+    from kernelevolve.graph.render import render_tune_result
+    from kernelevolve.graph.session import TuneResult
+
+    assert isinstance(result, TuneResult)
+    if out is not None and result.kernel_path:
+        shutil.copyfile(result.kernel_path, out)
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        render_tune_result(result, console)
+        if out is not None and result.kernel_path:
+            console.print(f"best kernel written to {out}")
+    raise typer.Exit(0 if result.best_node is not None else 1)
+
+
 def _mount_subcommands() -> None:
     from kernelevolve.kb.cli import app as kb_app
 
@@ -115,6 +199,206 @@ def targets() -> None:
         except KernelEvolveError as exc:
             table.add_row(name, "no", "", str(exc))
     console.print(table)
+
+
+# -- runs: the store (listing, inspection, exchange) and benchmarks ------------------------------
+
+
+if TYPE_CHECKING:
+    from kernelevolve.config import Settings
+    from kernelevolve.store import RunStore
+
+
+def _open_store(config: Path | None) -> tuple[Settings, RunStore]:
+    from kernelevolve.config import load_settings
+    from kernelevolve.store import open_store
+
+    settings = load_settings(config)
+    return settings, open_store(settings.store)
+
+
+@app.command()
+def runs(
+    json_out: Annotated[bool, typer.Option("--json", help="print the runs as JSON")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """List the runs (the run store, filled in from the runs directory)."""
+    import json
+
+    from kernelevolve.graph.inspect import render_runs
+    from kernelevolve.store import scan_runs
+
+    settings, store = _open_store(config)
+    with store:
+        scan = scan_runs(store, settings.runs.resolved_dir())
+        records = store.runs()
+    for path, why in scan.skipped:
+        err_console.print(f"[dim]skipped {path}: {why}[/dim]", highlight=False)
+    if json_out:
+        print(json.dumps([r.model_dump(mode="json", exclude={"reference_source"})
+                          for r in records], indent=1))
+    else:
+        render_runs(records, console)
+
+
+RunArgument = Annotated[str, typer.Argument(help="run id (or a unique prefix) or run directory")]
+
+
+@app.command()
+def trace(
+    run: RunArgument,
+    events: Annotated[bool, typer.Option("--events", help="also list the run's events")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Show a run's search tree: each node's status, speedup, operator and lineage."""
+    from rich.rule import Rule
+
+    from kernelevolve.graph.inspect import render_events, render_tree
+    from kernelevolve.store import locate_run
+
+    settings, store = _open_store(config)
+    with store:
+        record = locate_run(store, run, settings.runs.resolved_dir())
+        candidates = store.candidates(record.run_id)
+        trace_events = store.events(record.run_id) if events else []
+    render_tree(record, candidates, console)
+    if events:
+        console.print(Rule("[bold]events[/bold]", align="left"))
+        render_events(trace_events, console)
+
+
+@app.command()
+def show(
+    run: RunArgument,
+    node: Annotated[str, typer.Argument(help="node id, e.g. n0003 (or 3); 'root': the reference")],
+    config: ConfigOption = None,
+) -> None:
+    """Show one candidate: code, prompt, reply, evaluation, diagnosis and diff to its parent."""
+    from kernelevolve.errors import StoreError
+    from kernelevolve.graph.inspect import render_candidate, render_reference
+    from kernelevolve.store import locate_run
+
+    settings, store = _open_store(config)
+    with store:
+        record = locate_run(store, run, settings.runs.resolved_dir())
+        candidates = store.candidates(record.run_id)
+    if node == "root":
+        render_reference(record, console)
+        return
+    node_id = f"n{int(node):04d}" if node.isdigit() else node
+    cand = next((c for c in candidates if c.node_id == node_id), None)
+    if cand is None:
+        raise StoreError(f"run {record.run_id} has no node '{node}'; its nodes: root, "
+                         + ", ".join(c.node_id for c in candidates))
+    render_candidate(record, cand, candidates, console)
+
+
+@app.command()
+def export(
+    runs: Annotated[list[str] | None, typer.Argument(
+        help="run ids or run directories (none: every run)")] = None,
+    out: Annotated[Path, typer.Option("--out", help="the JSON file to write")] = Path(
+        "kernelevolve-runs.json"),
+    config: ConfigOption = None,
+) -> None:
+    """Write runs with their candidates and events to one JSON file (`kernelevolve import`)."""
+    from kernelevolve.store import locate_run, scan_runs
+
+    settings, store = _open_store(config)
+    with store:
+        if runs:
+            ids: list[str] | None = [
+                locate_run(store, r, settings.runs.resolved_dir()).run_id for r in runs]
+        else:
+            scan_runs(store, settings.runs.resolved_dir())
+            ids = None
+        n = store.export_runs(out, ids)
+    console.print(f"exported {n} run(s) to {out}", highlight=False)
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="a file written by `kernelevolve export`")],
+    config: ConfigOption = None,
+) -> None:
+    """Add the runs of an export file to the run store (runs already there are updated)."""
+    _, store = _open_store(config)
+    with store:
+        ids = store.import_runs(file)
+        path = store.path
+    console.print(f"imported {len(ids)} run(s) into {path}", highlight=False)
+    for rid in ids:
+        console.print(f"  {rid}", highlight=False)
+
+
+@app.command()
+def bench(
+    problems_dir: Annotated[Path, typer.Argument(help="directory of KernelBench-format problems")],
+    target: Annotated[str | None, typer.Option(
+        help="cuda, mtia-sim:2i, cpu, ... (default: as `tune`)")] = None,
+    rounds: Annotated[int | None, typer.Option(help="budget per problem: expansions")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="directory for bench.json and bench.md (default: ./bench-<time>)")] = None,
+    no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Tune every problem in PROBLEMS_DIR; report correctness, fast_p and geomean speedups."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kernelevolve.bench import ProblemOutcome, render_report, run_bench
+    from kernelevolve.config import load_settings
+    from kernelevolve.graph.state import Event
+
+    settings = load_settings(config)
+    if no_kb:
+        settings.search.retrieve = settings.search.distill = False
+    out_dir = out if out is not None else Path(f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task("bench", total=None)
+        name = [""]
+
+        def on_problem(i: int, n: int, path: Path) -> None:
+            name[0] = path.stem
+            progress.update(task, total=n, completed=i, description=path.stem)
+
+        def on_event(ev: Event) -> None:
+            progress.update(task, description=f"{name[0]} r{ev.round} {ev.kind.value}")
+
+        def on_outcome(o: ProblemOutcome) -> None:
+            progress.advance(task)
+            mark = "[green]correct[/green]" if o.correct else f"[red]not correct[/red] {o.reason}"
+            progress.console.print(f"{o.problem}: {mark}", highlight=False)
+
+        report = run_bench(problems_dir, target=target, rounds=rounds, settings=settings,
+                           out_dir=out_dir, on_problem=on_problem, on_outcome=on_outcome,
+                           on_event=on_event)
+    render_report(report, console)
+    console.print(f"written {out_dir / 'bench.json'} and {out_dir / 'bench.md'}",
+                  highlight=False)
+
+
+@app.command()
+def report(
+    run: Annotated[str, typer.Argument(help="run id or run directory")],
+    out: Annotated[Path | None, typer.Option(
+        help="write the report here (default: <run dir>/report.html)")] = None,
+    open_: Annotated[bool, typer.Option("--open", help="open it in the web browser")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Write a run's self-contained HTML report: search tree, speedups over time, every
+    candidate's code, diff, diagnosis, prompt and reply, and the event trace."""
+    from kernelevolve.config import load_settings
+    from kernelevolve.report import write_report
+
+    path = write_report(run, out, settings=load_settings(config))
+    console.print(str(path), highlight=False, soft_wrap=True)
+    if open_:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
 
 
 def main() -> None:

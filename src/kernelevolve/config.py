@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from kernelevolve.errors import ConfigError
@@ -118,6 +118,71 @@ class KBConfig(_Section):
         return self.path if self.path is not None else data_dir() / "kb"
 
 
+class LLMConfig(_Section):
+    """The language model that writes candidates. Unset ``model``: the offline synthesizer."""
+
+    provider: str = Field(
+        "openai",
+        description="'openai' (any OpenAI-compatible endpoint) or a LangChain provider name "
+        "(e.g. 'anthropic', 'ollama') when its integration package is installed",
+    )
+    model: str | None = Field(None, description="model name; unset: no LLM (offline synthesizer)")
+    base_url: str | None = Field(None, description="endpoint, e.g. http://127.0.0.1:8080/v1")
+    api_key: SecretStr | None = Field(
+        None, description="API key; for 'openai' also read from OPENAI_API_KEY"
+    )
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(4096, ge=64, description="longest reply")
+    timeout_s: float = Field(300.0, gt=0, description="one request")
+    max_retries: int = Field(2, ge=0, description="retries of a failed request (network, 5xx)")
+
+
+class SearchConfig(_Section):
+    """The tree search (graph/search.py) and its budget."""
+
+    strategy: Literal["mcts", "evolutionary"] = "mcts"
+    goal: float = Field(1.5, gt=0, description="stop once the best speedup vs eager reaches this")
+    rounds: int = Field(12, ge=1, description="budget: expansions (each one a new candidate)")
+    wall_s: float = Field(3600.0, gt=0, description="budget: wall-clock seconds of the run")
+    tokens: int = Field(2_000_000, ge=0, description="budget: LLM tokens (prompt + reply)")
+    max_repairs: int = Field(2, ge=0, description="Debugger repairs of one failed candidate")
+    max_reply_retries: int = Field(
+        2, ge=0, description="re-asks when a reply holds no usable code"
+    )
+    max_children: int = Field(3, ge=1, description="MCTS: children of a node before descending")
+    uct_c: float = Field(0.7, ge=0, description="MCTS exploration constant")
+    tournament_k: int = Field(3, ge=2, description="evolutionary: tournament size")
+    stagnation_rounds: int = Field(
+        4, ge=1, description="rounds without a better best before a memoryless restart"
+    )
+    max_restarts: int = Field(2, ge=0, description="restarts before the search counts as stalled")
+    seed: int = Field(0, description="the search's own random choices")
+    retrieve: bool = Field(True, description="retrieve knowledge for each round (Librarian)")
+    distill: bool = Field(True, description="distil skills from improvements (Librarian)")
+
+
+class RunsConfig(_Section):
+    """Where runs are written."""
+
+    dir: Path | None = Field(None, description="run directories; default <data dir>/runs")
+
+    def resolved_dir(self) -> Path:
+        return self.dir if self.dir is not None else data_dir() / "runs"
+
+
+class StoreConfig(_Section):
+    """The shared run store (store/): every run and candidate, for listing, inspection and warm
+    starts."""
+
+    path: Path | None = Field(
+        None, description="SQLite file (':memory:' keeps it in memory); default "
+        "<data dir>/store.sqlite"
+    )
+
+    def resolved_path(self) -> Path:
+        return self.path if self.path is not None else data_dir() / "store.sqlite"
+
+
 class Settings(BaseSettings):
     """The whole configuration tree."""
 
@@ -127,6 +192,10 @@ class Settings(BaseSettings):
 
     eval: EvalConfig = Field(default_factory=EvalConfig)
     kb: KBConfig = Field(default_factory=KBConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    runs: RunsConfig = Field(default_factory=RunsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -38,3 +38,15 @@ class KnowledgeBaseError(KernelEvolveError):
 
 class StoreError(KernelEvolveError):
     """The run store cannot be opened, read or written."""
+
+
+class LLMError(KernelEvolveError):
+    """The language model endpoint cannot be reached or keeps failing."""
+
+
+class SynthesisError(KernelEvolveError):
+    """No synthesizer can write kernels for this problem (e.g. the offline one lacks a template)."""
+
+
+class RunError(KernelEvolveError):
+    """A run directory is missing, damaged or belongs to another problem."""

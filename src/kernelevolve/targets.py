@@ -118,3 +118,10 @@ def get_target(name: str | None = None) -> Target:
 def detect_target() -> Target:
     """``cuda`` when a GPU is visible, else ``cpu``."""
     return get_target("cuda" if _visible_gpus() else "cpu")
+
+
+def tune_target() -> Target:
+    """The default target of a tuning run: ``cuda`` when a GPU is visible, else the simulated
+    MTIA 2i, so a machine without a GPU still has a timing signal to search on (``cpu`` only
+    verifies)."""
+    return get_target("cuda" if _visible_gpus() else "mtia-sim:2i")

@@ -1,8 +1,9 @@
 """The ncu wrapper: command line, parsing of the raw-page CSV, and the pass's failure reports.
 
-Tests on ``SYNTHETIC`` use a CSV written here in the raw-page layout (header, units row, one row
-per launch); tests on ``CAPTURED`` read real output of ``benchmarks/profile_gpu.py`` on the H200
-(tests/data/profiles/h200, see NOTES.md) and skip until it is committed.
+Tests on ``CAPTURED`` read real output of ``benchmarks/profile_gpu.py`` on the H200 (ncu
+2025.3.1, sm_90; tests/data/profiles/h200, see NOTES.md) and are required. ``SYNTHETIC`` is a CSV
+written here in the same raw-page layout (header, units row, one row per launch) for the branches
+the captured runs do not reach: several kernels in one forward, the second stall-metric family.
 """
 
 from __future__ import annotations
@@ -134,11 +135,19 @@ def test_command_pins_clocks_off_and_profiles_the_marked_range_only():
 
 
 def test_read_csv_skips_tool_lines_and_reads_units_and_separators():
-    launches = ncu.read_csv(SYNTHETIC)
-    assert [k["name"] for k in launches] == ["copy_kernel", "copy_kernel", "tail_kernel"]
-    assert launches[0]["metrics"]["dram__bytes_read.sum"] == (1_000_000.0, "byte")
-    assert launches[0]["metrics"]["gpu__time_duration.sum"] == (400_000.0, "ns")
-    assert "Block Size" not in launches[0]["metrics"]
+    # The real output opens with ==WARNING== and ==PROF== lines, has an "ID" column first, a
+    # units row, and thousands separators in the values.
+    text = (CAPTURED / "copy" / "raw" / "ncu.csv").read_text()
+    assert text.startswith("==WARNING==")
+    (launch,) = ncu.read_csv(text)
+    assert launch["name"] == "copy_kernel"
+    assert launch["grid"] == [32768, 1, 1] and launch["block"] == [256, 1, 1]
+    assert launch["metrics"]["dram__bytes_read.sum"] == (536_881_408.0, "byte")
+    assert launch["metrics"]["gpu__time_duration.sum"] == (259_360.0, "ns")
+    assert launch["metrics"]["launch__shared_mem_per_block_dynamic"] == (0.0, "byte/block")
+    assert "Block Size" not in launch["metrics"] and "ID" not in launch["metrics"]
+    assert [k["name"] for k in ncu.read_csv(SYNTHETIC)] == ["copy_kernel", "copy_kernel",
+                                                           "tail_kernel"]
 
 
 def test_parse_csv_weights_rates_by_duration_and_sums_counts():
@@ -233,18 +242,98 @@ def test_cpu_device_is_unavailable(tmp_path):
     assert "CUDA" in ncu.run(ctx, ProfileOptions(ncu_path=exe))["unavailable"]
 
 
-@pytest.mark.parametrize("case", ["copy", "matmul_bf16", "tiny_launches", "register_heavy"])
+CASES = ("copy", "matmul_bf16", "tiny_launches", "register_heavy")
+
+
+def _captured(case: str) -> dict:
+    (path,) = sorted((CAPTURED / case / "raw").glob("ncu.csv*"))
+    return ncu.parse_csv(path.read_bytes())
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_captured_h200_csv_parses(case):
-    paths = sorted((CAPTURED / case / "raw").glob("ncu.csv*"))
-    if not paths:
-        pytest.skip("captured H200 fixtures not committed yet (tests/data/profiles/NOTES.md)")
-    report = ncu.parse_csv(paths[0].read_bytes())
+    report = _captured(case)
     assert report["unavailable"] is None
     names = {m["name"] for m in report["metrics"]}
-    for needed in ("ncu_duration", "ncu_dram_throughput", "ncu_sm_throughput",
-                   "ncu_achieved_occupancy", "ncu_registers_per_thread", "ncu_l2_hit_rate"):
+    for needed in ("ncu_duration", "ncu_dram_throughput", "ncu_memory_throughput",
+                   "ncu_sm_throughput", "ncu_achieved_occupancy", "ncu_theoretical_occupancy",
+                   "ncu_warps_active", "ncu_issue_active", "ncu_registers_per_thread",
+                   "ncu_l1_hit_rate", "ncu_l2_hit_rate", "ncu_dram_bytes", "ncu_fp_ops",
+                   "ncu_inst_executed", "ncu_occupancy_limit_registers", "ncu_pipe_tensor",
+                   "ncu_pipe_fma", "ncu_pipe_fp16", "ncu_pipe_lsu", "ncu_stall_long_scoreboard"):
         assert needed in names, f"{needed} missing from {sorted(names)}"
+    # Every stall reason ncu emits on sm_90 is in the metric schema.
+    assert report["notes"] == []
+    assert 0 < _value(report, "ncu_issue_active") < 100
+    # What the capture-time parser reported is read again, figure for figure.
     expected = json.loads((CAPTURED / case / "report.json").read_text())
     stored = next(r for r in expected if r["instrument"] == "ncu")
-    assert _value(report, "ncu_duration") == pytest.approx(
-        next(m["value"] for m in stored["metrics"] if m["name"] == "ncu_duration"))
+    assert stored["metrics"]
+    for m in stored["metrics"]:
+        assert _value(report, m["name"], m.get("kernel")) == pytest.approx(m["value"]), m["name"]
+
+
+def test_captured_h200_copy_reads_the_dram_roof():
+    report = _captured("copy")
+    assert _value(report, "ncu_kernels") == 1
+    assert _value(report, "ncu_dram_throughput") == pytest.approx(84.09)
+    assert _value(report, "ncu_sm_throughput") == pytest.approx(6.30)
+    # 512 MiB read and 512 MiB written, the 1 GiB the copy must move (L2 absorbs ~2%).
+    assert _value(report, "ncu_dram_bytes") == pytest.approx(1049.344)
+    assert _value(report, "ncu_duration") == pytest.approx(259.36)  # us
+    assert _value(report, "ncu_l2_hit_rate") == pytest.approx(50.9)
+    assert _value(report, "ncu_registers_per_thread") == 28
+    assert _value(report, "ncu_fp_ops") == 0
+    assert report["kernels"] == [{"name": "copy_kernel", "calls": 1, "time_us": 259.36,
+                                  "registers_per_thread": 28.0, "grid": [32768, 1, 1],
+                                  "block": [256, 1, 1]}]
+
+
+def test_captured_h200_matmul_keeps_the_tensor_pipes_busy():
+    report = _captured("matmul_bf16")
+    # The warpgroup MMAs: 2.6 % of instructions issued, 82 % of the tensor pipe's cycles.
+    assert _value(report, "ncu_pipe_tensor") == pytest.approx(82.09)
+    assert _value(report, "ncu_sm_throughput") == pytest.approx(78.97)
+    assert _value(report, "ncu_dram_throughput") == pytest.approx(21.02)
+    assert _value(report, "ncu_registers_per_thread") == 202
+    # 147,456 B of dynamic shared memory (unit "byte/block"), 1 block per SM.
+    assert _value(report, "ncu_shared_mem_per_block") == pytest.approx(144.0)
+    assert _value(report, "ncu_occupancy_limit_shared_mem") == 1
+    assert _value(report, "ncu_theoretical_occupancy") == pytest.approx(12.5)
+    assert _value(report, "ncu_issue_active") == pytest.approx(25.0)
+
+
+def test_captured_h200_tiny_launches_profiles_the_launch_count_only():
+    report = _captured("tiny_launches")
+    assert _value(report, "ncu_kernels") == ProfileOptions().ncu_launch_count == 10
+    assert report["kernels"][0]["calls"] == 10 and report["kernels"][0]["grid"] == [1, 1, 1]
+    assert _value(report, "ncu_registers_per_thread") == 18
+    assert _value(report, "ncu_dram_throughput") < 1
+
+
+def test_captured_h200_register_heavy_is_limited_by_registers():
+    report = _captured("register_heavy")
+    assert _value(report, "ncu_registers_per_thread") == 148
+    assert _value(report, "ncu_achieved_occupancy") == pytest.approx(18.08)
+    assert _value(report, "ncu_theoretical_occupancy") == pytest.approx(18.75)
+    assert _value(report, "ncu_occupancy_limit_registers") == 3
+    assert _value(report, "ncu_occupancy_limit_warps") == 16
+    assert ncu.top_stalls(report["metrics"], 2) == [
+        ("long_scoreboard", pytest.approx(141.66)), ("wait", pytest.approx(2.41))]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_captured_h200_ncu_accepted_the_sections_and_extra_metrics(case):
+    # ncu.log is ncu's stderr: no error, so no retry without EXTRA_METRICS was needed.
+    assert ncu.tool_errors((CAPTURED / case / "raw" / "ncu.log").read_text()) == []
+    (launch,) = ncu.read_csv((CAPTURED / case / "raw" / "ncu.csv").read_text())[:1]
+    missing = [m for m in ncu.EXTRA_METRICS if m not in launch["metrics"]]
+    assert missing == []
+    listed = (CAPTURED / "ncu_sections.txt").read_text().split()
+    assert [s for s in ncu.SECTIONS if s not in listed] == []
+
+
+def test_captured_h200_missing_ncu_is_reported():
+    report = json.loads((CAPTURED / "ncu_missing.json").read_text())
+    assert report["unavailable"].startswith("ncu (Nsight Compute CLI) not found")
+    assert report["metrics"] == []

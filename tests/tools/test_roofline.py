@@ -102,10 +102,13 @@ def test_pass_on_cpu_counts_work_but_measures_no_ceilings(tmp_path):
 
 def test_captured_h200_ceilings_are_plausible():
     path = CAPTURED / "ceilings.json"
-    if not path.exists():
-        pytest.skip("captured H200 fixtures not committed yet (tests/data/profiles/NOTES.md)")
-    data = json.loads(path.read_text())
-    (entry,) = data["devices"].values()
+    entry = roofline.load_ceilings(path, "NVIDIA H200")  # the cache format reads back
+    assert entry is not None
     assert 2000 < entry["peak_bandwidth"] < 4800  # GB/s; HBM3e is 4.8 TB/s on paper
     assert 300 < entry["peak_tflops_bf16"] < 990  # dense bf16 is 989 TFLOPS on paper
     assert entry["peak_tflops_fp32"] < entry["peak_tflops_tf32"] < entry["peak_tflops_bf16"]
+    assert entry["peak_tflops_fp32"] < 67  # fp32 CUDA cores: 67 TFLOPS on paper
+    assert 2 < entry["launch_overhead"] < 50  # us per Triton launch, timed on the host
+    assert entry["sm_count"] == 132
+    summary = json.loads((CAPTURED / "summary.json").read_text())
+    assert summary["ceilings"] == {k: entry[k] for k in summary["ceilings"]}

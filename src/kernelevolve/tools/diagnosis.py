@@ -219,7 +219,21 @@ def diagnose(reports: list[ProfileReport], roof: dict[str, float] | None = None
     if busy is None and forward_time and device_time:
         busy, busy_source = min(1.0, device_time / forward_time), "proton"
     launches = f.get("tp_kernels", "proton_kernels", "ncu_kernels")
-    if busy is not None and busy < LAUNCH_BUSY_MAX:
+    overhead = f.get("launch_overhead")
+    kernel_time = f.get("tp_kernel_time", "proton_kernel_time")
+    # An idle device alone is not enough: the profiler's own start-up and the host prologue
+    # before a single short kernel also idle it (seen on the H200: a 38 us softmax kernel "busy
+    # 17%"). Launches must account for it: their measured cost at least the kernels' time, or
+    # (no measured cost) several kernels with more idle time between them than work.
+    gaps = f.get("tp_idle_gaps")
+    launches_explain = (
+        overhead is not None and launches is not None and kernel_time is not None
+        and overhead * launches >= kernel_time
+    ) or (
+        overhead is None and launches is not None and launches >= 2
+        and (gaps is None or kernel_time is None or gaps > kernel_time)
+    ) or kernel_time is None
+    if busy is not None and busy < LAUNCH_BUSY_MAX and launches_explain:
         evidence.append(f"the device is busy only {busy:.0%} of the forward: launches and host "
                         f"work, not kernel execution, set its time")
         used.add(busy_source)
@@ -227,12 +241,11 @@ def diagnose(reports: list[ProfileReport], roof: dict[str, float] | None = None
             mean = f.get("tp_mean_kernel_time", "proton_mean_kernel_time")
             evidence.append(f"{launches:.0f} kernel launch(es) per forward"
                             + (f", {_fmt(mean, 'us')} of device time each" if mean else ""))
-        overhead = f.get("launch_overhead")
         if overhead is not None and launches:
             evidence.append(f"measured launch overhead {_fmt(overhead, 'us')} per launch: about "
                             f"{_fmt(overhead * launches, 'us')} per forward from launches alone")
             cite("launch_overhead")
-        gaps, syncs = f.get("tp_idle_gaps"), f.get("tp_syncs")
+        syncs = f.get("tp_syncs")
         if gaps:
             evidence.append(f"device idle {_fmt(gaps, 'us')} between kernels per forward")
         if syncs:

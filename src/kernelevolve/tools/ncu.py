@@ -67,6 +67,12 @@ _PERCENT = {
     "ncu_l2_hit_rate": ("lts__t_sector_hit_rate.pct",),
     "ncu_warps_active": ("smsp__warps_active.avg.per_cycle_active",),
 }
+# Report metric -> ncu ratios (0..1) reported as %, where no _PERCENT name is present. ncu
+# 2025.3 on sm_90 emits neither issue-active % of peak "active" name above; its scheduler
+# statistic is the fraction of active cycles in which a scheduler issued.
+_RATIO_PERCENT = {
+    "ncu_issue_active": ("smsp__issue_active.avg.per_cycle_active",),
+}
 # Launch facts, reported for the longest kernel.
 _LAUNCH = {
     "ncu_registers_per_thread": ("launch__registers_per_thread",),
@@ -88,7 +94,7 @@ _PIPE_RES = (
 )
 _PIPE_GROUPS = (  # (report metric, pipe-name prefixes), first match wins
     ("ncu_pipe_tensor", ("tensor", "hmma", "gmma", "imma", "dmma", "tc")),
-    ("ncu_pipe_fp16", ("fp16",)),
+    ("ncu_pipe_fp16", ("fp16", "fma_type_fp16")),  # sm_90: FP16 runs on the FMA pipe
     ("ncu_pipe_fp64", ("fp64", "dfma")),
     ("ncu_pipe_fma", ("fma",)),
     ("ncu_pipe_alu", ("alu",)),
@@ -235,8 +241,15 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _dims(text: str) -> list[int] | None:
+    """``(256, 1, 1)`` (ncu's Block Size and Grid Size columns) as a list."""
+    parts = [p.strip() for p in text.strip().strip("()[]").split(",")]
+    return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else None
+
+
 def read_csv(text: str) -> list[dict[str, Any]]:
-    """One dict per profiled kernel launch: ``name`` and ``metrics`` {ncu name: (value, unit)}."""
+    """One dict per profiled kernel launch: ``name``, ``grid`` and ``block`` (lists, or None)
+    and ``metrics`` {ncu name: (value, unit)}."""
     table = _table(text)
     if table is None:
         return []
@@ -252,7 +265,9 @@ def read_csv(text: str) -> list[dict[str, Any]]:
             if number is not None:
                 values[col] = (number, unit.strip())
         name = row[header.index(name_col)] if name_col else "kernel"
-        kernels.append({"name": name, "metrics": values})
+        dims = {key: _dims(row[header.index(col)]) if col in header else None
+                for key, col in (("grid", "Grid Size"), ("block", "Block Size"))}
+        kernels.append({"name": name, **dims, "metrics": values})
     return kernels
 
 
@@ -268,7 +283,8 @@ def _scaled(values: dict[str, tuple[float, str]], name: str, units: dict[str, fl
     if name not in values:
         return None
     value, unit = values[name]
-    return value * units.get(unit.lower(), default)
+    # ncu qualifies some units per thing ("byte/block", "register/thread").
+    return value * units.get(unit.lower().split("/", 1)[0].strip(), default)
 
 
 def _kernel_facts(values: dict[str, tuple[float, str]]) -> dict[str, float]:
@@ -281,6 +297,10 @@ def _kernel_facts(values: dict[str, tuple[float, str]]) -> dict[str, float]:
         value = _first(values, names)
         if value is not None:
             facts[key] = value
+    for key, names in _RATIO_PERCENT.items():
+        value = _first(values, names)
+        if key not in facts and value is not None:
+            facts[key] = 100.0 * value
     smem = [_scaled(values, f"launch__shared_mem_per_block_{kind}", _BYTE_UNITS, 1.0)
             for kind in ("static", "dynamic")]
     if any(s is not None for s in smem):
@@ -348,8 +368,13 @@ def parse_csv(text: str | bytes) -> dict[str, Any]:
                 "metrics": [], "kernels": [], "notes": []}
     facts = [_kernel_facts(k["metrics"]) for k in launches]
     by_name: dict[str, list[dict[str, float]]] = defaultdict(list)
+    dims: dict[str, dict[str, Any]] = {}
     for k, f in zip(launches, facts, strict=True):
         by_name[k["name"]].append(f)
+        # The configuration of the kernel's longest launch, as for the launch facts.
+        if f.get("ncu_duration", 0.0) >= dims.get(k["name"], {}).get("duration", -1.0):
+            dims[k["name"]] = {"duration": f.get("ncu_duration", 0.0), "grid": k["grid"],
+                               "block": k["block"]}
     notes = []
     unknown = sorted({k for f in facts for k in f if k not in METRICS})
     if unknown:
@@ -364,7 +389,8 @@ def parse_csv(text: str | bytes) -> dict[str, Any]:
         combined = _combine(fs)
         kernels.append({"name": name, "calls": len(fs),
                         "time_us": combined.get("ncu_duration", 0.0),
-                        "registers_per_thread": combined.get("ncu_registers_per_thread")})
+                        "registers_per_thread": combined.get("ncu_registers_per_thread"),
+                        "grid": dims[name]["grid"], "block": dims[name]["block"]})
         if len(by_name) > 1:
             metrics += [{**metric(k, v), "kernel": name} for k, v in sorted(combined.items())
                         if k in METRICS]

@@ -190,22 +190,46 @@ def parse_hatchet(tree: Any, iters: int, scopes_tree: Any = None) -> dict[str, A
         rows.append({"name": name, "calls": e["calls"] / n, "time_us": e["time_ns"] / n / 1e3})
         metrics.append({**metric("proton_kernel_calls", e["calls"] / n), "kernel": name})
     if scopes_tree is not None:
-        metrics += intra_kernel_scopes(scopes_tree)
+        scope_metrics, scope_notes = intra_kernel_scopes(scopes_tree)
+        metrics += scope_metrics
+        notes += scope_notes
     notes.append(f"{iters} forward(s) profiled; figures are per forward")
     return {"instrument": INSTRUMENT, "unavailable": None, "metrics": metrics, "kernels": rows,
             "notes": notes}
 
 
-def intra_kernel_scopes(tree: Any) -> list[dict[str, Any]]:
-    """``proton_scope_cycles`` per intra-kernel scope (``kernel/scope``) of an instrumented run."""
+def intra_kernel_scopes(tree: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """``proton_scope_cycles`` per intra-kernel scope (``kernel/scope``) of an instrumented run,
+    and notes.
+
+    Proton (Triton 3.6) records each scope in every warp: ``cycles`` is the sum over all warps
+    of the grid, ``normalized_cycles`` that sum divided by the warps. The per-warp mean is the
+    figure reported (it compares across grid sizes); older outputs with ``cycles`` alone report
+    the sum, and the notes say which.
+    """
     roots = tree if isinstance(tree, list) else [tree]
     nodes: list[tuple[tuple[str, ...], dict[str, Any]]] = []
     if roots and isinstance(roots[0], dict) and "frame" in roots[0]:
         _walk(roots[0], (), nodes)
     out = []
+    per_warp, summed = [], []
     for path, m in nodes:
-        cycles = m.get("cycles")
-        if isinstance(cycles, int | float) and len(path) >= 2:
-            label = "/".join(p for p in path[1:] if p and p not in _INTERNAL_FRAMES)
+        cycles, normalized = m.get("cycles"), m.get("normalized_cycles")
+        if not isinstance(cycles, int | float) or len(path) < 2:
+            continue
+        label = "/".join(p for p in path[1:] if p and p not in _INTERNAL_FRAMES)
+        if isinstance(normalized, int | float) and normalized > 0:
+            out.append({**metric("proton_scope_cycles", normalized), "kernel": label})
+            per_warp.append(f"{label} {cycles / normalized:,.0f} warps, {cycles:,.0f} cycles "
+                            f"in all")
+        else:
             out.append({**metric("proton_scope_cycles", cycles), "kernel": label})
-    return out
+            summed.append(label)
+    notes = []
+    if per_warp:
+        notes.append("intra-kernel scope cycles are means per warp (Proton's normalized_cycles): "
+                      + "; ".join(per_warp))
+    if summed:
+        notes.append("intra-kernel scope cycles summed over all warps (no normalized_cycles): "
+                     + ", ".join(summed))
+    return out, notes

@@ -36,6 +36,9 @@ from kernelevolve.tools.harness.compare import tolerance
 from kernelevolve.tools.harness.result import EvalResult, EvalStatus
 from kernelevolve.tools.harness.static import check_source
 
+# CPython 3.11's ast.parse is not safe from two threads at once ("AST constructor recursion
+# depth mismatch"); the static stage runs in the caller's thread, so evaluate_many serialises it.
+_PARSE_LOCK = threading.Lock()
 _SRC_DIR = str(Path(kernelevolve.__file__).resolve().parent.parent)
 STDERR_TAIL_CHARS = 4000
 READY_TIMEOUT_S = 180.0
@@ -211,7 +214,8 @@ class WorkerPool:
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
         source, label = _candidate_source(candidate)
         allowed = sorted({*self.config.allowed_ops, *prob.allowed_ops})
-        findings = check_source(source, allowed)
+        with _PARSE_LOCK:
+            findings = check_source(source, allowed)
         base = {"target": self.target.name, "problem": str(prob.path), "candidate": label}
         if findings:
             status = (EvalStatus.compile_error if any(f.kind == "contract" for f in findings)

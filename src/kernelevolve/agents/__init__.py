@@ -1,0 +1,1 @@
+"""The agents: one node function per module; graph/build.py wires them."""

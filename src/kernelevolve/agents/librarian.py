@@ -1,0 +1,73 @@
+"""Librarian: retrieves knowledge for the round from the situation (target, operator class,
+diagnosis, last error, intent), and distils a skill after a child beat its parent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelevolve.graph.runtime import Deps
+from kernelevolve.graph.search import ROOT, DiagnosisInfo
+from kernelevolve.graph.state import ErrorInfo, EventKind, Knowledge, RunState
+from kernelevolve.kb import Improvement, Situation, kb_target
+
+
+def _target_tag(deps: Deps) -> str:
+    return kb_target(deps.target.name, deps.device_name)
+
+
+def lookup(deps: Deps, task_class: str | None, diagnosis: DiagnosisInfo | None,
+           error: ErrorInfo | None, intent: str | None) -> list[Knowledge]:
+    """Passages for a situation (empty without a knowledge base or with retrieval off)."""
+    if deps.kb is None or not deps.settings.search.retrieve \
+            or not deps.synthesizer.reads_knowledge:
+        return []
+    situation = Situation(
+        target=_target_tag(deps), operator_class=task_class,
+        diagnosis=diagnosis.kind if diagnosis is not None else None,
+        error_status=error.status if error is not None and error.status != "no_code" else None,
+        error_message=(error.message[:500] if error is not None else None), intent=intent)
+    return [Knowledge(title=h.title + (f" / {h.section}" if h.section else ""), tier=h.tier,
+                      text=h.text, reason=h.reason, doc_id=h.doc_id)
+            for h in deps.kb.retrieve(situation)]
+
+
+def retrieve(state: RunState, deps: Deps) -> dict[str, Any]:
+    exp = state["expansion"]
+    assert exp is not None
+    knowledge = lookup(deps, state["task"].operator_class, state.get("diagnosis"), None,
+                       exp.intent)
+    usage = deps.tick(state["usage"])
+    titles = ", ".join(k.title for k in knowledge) or "nothing"
+    ev = deps.event(EventKind.retrieve, state["round"], f"retrieved {len(knowledge)}: {titles}",
+                    usage)
+    return {"knowledge": knowledge, "usage": usage, "events": [ev]}
+
+
+def distill(state: RunState, deps: Deps) -> dict[str, Any]:
+    """After a verified candidate: when it beat its (verified) parent by the configured margin,
+    write the lesson to the knowledge base's skills."""
+    tree = state["tree"]
+    node = tree.nodes[tree.last_id] if tree.last_id else None
+    usage = deps.tick(state["usage"])
+    if (node is None or not node.ok or deps.kb is None or not deps.settings.search.distill
+            or node.parent in (None, ROOT) or node.latency_ms is None):
+        return {"usage": usage}
+    parent = tree.nodes[node.parent] if node.parent else None
+    if parent is None or not parent.ok or parent.latency_ms is None or parent.source is None \
+            or node.source is None:
+        return {"usage": usage}
+    improvement = Improvement(
+        target=_target_tag(deps), operator_class=state["task"].operator_class or "unknown",
+        diagnosis=parent.diagnosis.kind if parent.diagnosis is not None else None,
+        parent_id=parent.id, child_id=node.id, parent_source=parent.source,
+        child_source=node.source, parent_latency_ms=parent.latency_ms,
+        child_latency_ms=node.latency_ms, intent=node.intent[:200],
+        run_id=deps.run_dir.name)
+    write = deps.kb.distill_improvement(improvement)
+    if write is None:
+        return {"usage": usage}
+    ev = deps.event(EventKind.distill, state["round"],
+                    f"skill {write.skill.id} {write.action}: "
+                    f"{parent.id} -> {node.id} ({parent.latency_ms / node.latency_ms:.2f}x)",
+                    usage, node_id=node.id)
+    return {"usage": usage, "events": [ev]}

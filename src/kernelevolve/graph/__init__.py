@@ -1,0 +1,1 @@
+"""The search loop: state, tree, wiring and runs (see graph/build.py for the edges)."""

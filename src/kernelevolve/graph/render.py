@@ -1,0 +1,66 @@
+"""Terminal output of runs: live event lines while a run goes, a summary when it ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelevolve.graph.session import TuneResult
+from kernelevolve.graph.state import Event, EventKind
+
+_STYLE = {
+    EventKind.improve: "bold green", EventKind.evaluate: "", EventKind.stop: "bold",
+    EventKind.restart: "yellow", EventKind.no_code: "yellow", EventKind.repair: "magenta",
+    EventKind.guidance: "cyan", EventKind.plan: "dim", EventKind.retrieve: "dim",
+    EventKind.draft: "dim", EventKind.distill: "blue",
+}
+
+
+class EventPrinter:
+    """An ``on_event`` callback printing one line per event (quiet hides plan/retrieve/draft)."""
+
+    def __init__(self, console: Console, quiet: bool = False) -> None:
+        self.console, self.quiet = console, quiet
+
+    def __call__(self, ev: Event) -> None:
+        if self.quiet and ev.kind in (EventKind.plan, EventKind.retrieve, EventKind.draft):
+            return
+        style = _STYLE.get(ev.kind, "")
+        self.console.print(f"[dim]{ev.at_s:7.1f}s r{ev.round:<3}[/dim] "
+                           f"[{style}]{ev.kind.value:<9}[/{style}] {ev.text}"
+                           if style else
+                           f"[dim]{ev.at_s:7.1f}s r{ev.round:<3}[/dim] {ev.kind.value:<9} "
+                           f"{ev.text}", highlight=False, soft_wrap=True)
+
+
+def render_tune_result(result: TuneResult, console: Console) -> None:
+    table = Table(show_header=False, box=None)
+    rows: list[tuple[str, Any]] = [
+        ("run", result.run_id), ("run directory", result.run_dir),
+        ("target", result.target), ("synthesizer", result.synthesizer),
+        ("status", "finished: " + (result.stop_reason or "") if result.finished
+         else "paused" if result.paused else "interrupted (resume it)"),
+        ("rounds / candidates / verified",
+         f"{result.rounds} / {result.candidates} / {result.verified}"),
+        ("wall time", f"{result.usage.wall_s:.1f} s"),
+    ]
+    if result.usage.llm_calls:
+        rows.append(("LLM calls / tokens", f"{result.usage.llm_calls} / {result.usage.tokens}"))
+    if result.best_node is None:
+        rows.append(("best", "[red]no verified kernel[/red]"))
+    else:
+        sim = " (simulated)" if result.simulated else ""
+        speed = (f"{result.best_speedup:.2f}x vs eager{sim}" if result.best_speedup is not None
+                 else "verified (this target is not timed)")
+        rows.append(("best", f"[green]{result.best_node}: {speed}[/green]"))
+        if result.best_latency_ms is not None:
+            rows.append(("best latency", f"{result.best_latency_ms:.4f} ms{sim}"))
+        timing = result.best_result.timing if result.best_result else None
+        if timing is not None and timing.speedup_vs_compiled is not None:
+            rows.append(("vs torch.compile", f"{timing.speedup_vs_compiled:.2f}x"))
+        rows.append(("kernel", result.kernel_path))
+    for k, v in rows:
+        table.add_row(f"[bold]{k}[/bold]", str(v))
+    console.print(table)

@@ -1,0 +1,56 @@
+"""What the agents need besides the state: the problem, the evaluator, the synthesizer, the
+knowledge base and the run directory. Built once per process (graph/session.py) and bound into
+the nodes by graph/build.py; never checkpointed (the state is)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelevolve.config import Settings
+from kernelevolve.graph.state import Event, EventKind, Usage
+from kernelevolve.kb import KnowledgeSource
+from kernelevolve.llm.synthesizer import Synthesizer
+from kernelevolve.problem import Problem
+from kernelevolve.targets import Target
+from kernelevolve.tools.harness.pool import WorkerPool
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    problem: Problem
+    target: Target
+    pool: WorkerPool
+    synthesizer: Synthesizer
+    kb: KnowledgeSource | None
+    run_dir: Path
+    interactive: bool = False
+    on_event: Callable[[Event], None] | None = None
+    device_name: str | None = None  # the device the worker reported (picks the kb target)
+    _last_tick: float = field(default_factory=time.monotonic)
+
+    def tick(self, usage: Usage) -> Usage:
+        """``usage`` with the wall time since the last tick added (time in an interrupt, waiting
+        for the user, is not counted: ``reset_clock`` after it)."""
+        now = time.monotonic()
+        out = usage.model_copy(update={"wall_s": usage.wall_s + (now - self._last_tick)})
+        self._last_tick = now
+        return out
+
+    def reset_clock(self) -> None:
+        self._last_tick = time.monotonic()
+
+    def rng(self, round_: int, salt: str = "") -> random.Random:
+        """The search's random choices, reproducible per round (also after a resume)."""
+        return random.Random(f"{self.settings.search.seed}:{round_}:{salt}")
+
+    def event(self, kind: EventKind, round_: int, text: str, usage: Usage,
+              node_id: str | None = None) -> Event:
+        ev = Event(kind=kind, round=round_, node_id=node_id, text=text, at_s=round(usage.wall_s, 3))
+        if self.on_event is not None:
+            self.on_event(ev)
+        return ev

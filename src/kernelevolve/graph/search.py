@@ -1,0 +1,238 @@
+"""The search tree: every candidate a node; selection by UCT (MCTS) or tournament (evolutionary);
+the memory operator of each expansion; memoryless restarts on stagnation; the stop rules.
+
+Pure Python on typed values, so it is tested without the graph. The root is the reference
+itself (speedup 1.0, no code); a fresh expansion hangs off the root.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernelevolve.config import SearchConfig
+
+MemoryOperator = Literal["inherit", "compare", "combine", "fresh"]
+ROOT = "root"
+# Statuses of a node besides the EvalResult statuses.
+ROOT_STATUS, NO_CODE = "root", "no_code"
+
+
+class Node(BaseModel):
+    """One candidate (or the root) and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    parent: str | None
+    depth: int = 0
+    round: int = 0
+    epoch: int = Field(0, description="restarts before this node was made")
+    operator: MemoryOperator = "fresh"
+    intent: str = ""
+    origin: Literal["root", "coder", "debugger", "seed"] = "coder"
+    repair_of: str | None = None
+    source: str | None = None
+    params: dict[str, int] | None = None
+    status: str = "pending"
+    message: str = ""
+    stderr_tail: str = ""
+    speedup: float | None = None
+    latency_ms: float | None = None
+    diagnosis: DiagnosisInfo | None = None
+    result_json: str | None = Field(None, description="the EvalResult, as JSON")
+    prompt: str | None = None
+    reply: str | None = None
+    model: str = ""
+    tokens: int = 0
+    visits: int = 0
+    value_sum: float = 0.0
+    at_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status not in ("pending", ROOT_STATUS)
+
+
+class SearchTree(BaseModel):
+    """The nodes by id, the best verified node, restarts and the round of the last improvement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nodes: dict[str, Node] = Field(default_factory=dict)
+    best_id: str | None = None
+    last_id: str | None = Field(None, description="the node evaluated last")
+    epoch: int = 0
+    last_improvement_round: int = 0
+    timed: bool = True
+
+    @classmethod
+    def new(cls, timed: bool) -> SearchTree:
+        root = Node(id=ROOT, parent=None, origin="root", status=ROOT_STATUS, speedup=1.0,
+                    intent="the reference (eager PyTorch)")
+        return cls(nodes={ROOT: root}, timed=timed)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def next_id(self) -> str:
+        return f"n{len(self.nodes):04d}"
+
+    def children(self, node_id: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.parent == node_id]
+
+    def lineage(self, node_id: str) -> list[Node]:
+        """The path from the root's first child down to ``node_id`` (root excluded)."""
+        out: list[Node] = []
+        cur: str | None = node_id
+        while cur is not None and cur != ROOT:
+            node = self.nodes[cur]
+            out.append(node)
+            cur = node.parent
+        return out[::-1]
+
+    @property
+    def best(self) -> Node | None:
+        return self.nodes[self.best_id] if self.best_id else None
+
+    @property
+    def best_speedup(self) -> float | None:
+        best = self.best
+        return best.speedup if best is not None else None
+
+    def verified(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.ok]
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def add(self, node: Node) -> Node:
+        if node.id in self.nodes:
+            raise ValueError(f"node {node.id} exists")
+        if node.parent not in self.nodes:
+            raise ValueError(f"parent {node.parent} of {node.id} is not in the tree")
+        node.depth = self.nodes[node.parent].depth + 1
+        node.epoch = self.epoch
+        self.nodes[node.id] = node
+        self.last_id = node.id
+        return node
+
+    def record(self, node: Node, goal: float, round_: int) -> bool:
+        """Back-propagate the node's reward up its path; return whether it is the new best."""
+        reward = self.reward(node, goal)
+        cur: str | None = node.id
+        while cur is not None:
+            n = self.nodes[cur]
+            n.visits += 1
+            n.value_sum += reward
+            cur = n.parent
+        if not node.ok:
+            return False
+        best = self.best
+        better = best is None or (node.speedup or 0.0) > (best.speedup or 0.0) * 1.0001
+        if better:
+            self.best_id = node.id
+            self.last_improvement_round = round_
+        return better
+
+    def reward(self, node: Node, goal: float) -> float:
+        """In [0, 1.5]: 0 for a failure, 1 at the goal; an untimed verified candidate scores 1."""
+        if not node.ok:
+            return 0.0
+        if not self.timed or node.speedup is None:
+            return 1.0
+        return min(1.5, math.log1p(node.speedup) / math.log1p(goal))
+
+
+def _uct(node: Node, parent_visits: int, c: float) -> float:
+    if node.visits == 0:
+        return math.inf
+    return node.value_sum / node.visits + c * math.sqrt(math.log(max(parent_visits, 1))
+                                                         / node.visits)
+
+
+def select_mcts(tree: SearchTree, cfg: SearchConfig) -> Node:
+    """Descend from the root by UCT among verified children, expanding the first node that has
+    fewer than ``max_children`` children (progressive widening)."""
+    cur = tree.nodes[ROOT]
+    while True:
+        kids = [k for k in tree.children(cur.id) if k.epoch == tree.epoch or cur.id != ROOT]
+        good = [k for k in kids if k.ok]
+        if len(kids) < cfg.max_children or not good:
+            return cur
+        cur = max(good, key=lambda k: _uct(k, cur.visits, cfg.uct_c))
+
+
+def select_tournament(tree: SearchTree, cfg: SearchConfig, rng: random.Random) -> Node:
+    """Tournament among this epoch's verified nodes (the root when there are none)."""
+    pool = [n for n in tree.verified() if n.epoch == tree.epoch]
+    if not pool:
+        return tree.nodes[ROOT]
+    picks = rng.sample(pool, min(cfg.tournament_k, len(pool)))
+    return max(picks, key=lambda n: n.speedup or 0.0)
+
+
+def choose_operator(tree: SearchTree, parent: Node, rng: random.Random
+                    ) -> tuple[MemoryOperator, str | None]:
+    """The memory operator of an expansion of ``parent`` and, for combine, the partner."""
+    if parent.id == ROOT:
+        return "fresh", None
+    lineage = {n.id for n in tree.lineage(parent.id)}
+    partners = [n for n in tree.verified() if n.id not in lineage and n.epoch == tree.epoch]
+    evaluated_kids = [k for k in tree.children(parent.id) if k.evaluated]
+    options: list[MemoryOperator] = ["inherit", "inherit"]
+    if evaluated_kids:
+        options.append("compare")
+    if partners:
+        options.append("combine")
+    op = rng.choice(options)
+    if op == "combine":
+        return op, max(partners, key=lambda n: n.speedup or 0.0).id
+    return op, None
+
+
+def stagnated(tree: SearchTree, round_: int, cfg: SearchConfig) -> bool:
+    return round_ - tree.last_improvement_round >= cfg.stagnation_rounds
+
+
+StopReason = Literal["goal", "rounds", "wall", "tokens", "stalled", "verified", "user"]
+
+
+def stop_reason(tree: SearchTree, round_: int, cfg: SearchConfig, goal: float, wall_s: float,
+                tokens: int) -> str | None:
+    """Why the run stops before the next round, or None to go on."""
+    best = tree.best
+    if best is not None and tree.timed and (best.speedup or 0.0) >= goal:
+        return f"goal reached: {best.speedup:.2f}x >= {goal:g}x ({best.id})"
+    if best is not None and not tree.timed:
+        return f"verified kernel found ({best.id}); the target is not timed, so there is no " \
+               "speedup to search for"
+    if round_ >= cfg.rounds:
+        return f"budget spent: {cfg.rounds} rounds"
+    if wall_s >= cfg.wall_s:
+        return f"budget spent: {wall_s:.0f} s of wall time (limit {cfg.wall_s:g} s)"
+    if cfg.tokens and tokens >= cfg.tokens:
+        return f"budget spent: {tokens} tokens (limit {cfg.tokens})"
+    if stagnated(tree, round_, cfg) and tree.epoch >= cfg.max_restarts:
+        return (f"stalled: no improvement in {cfg.stagnation_rounds} rounds after "
+                f"{tree.epoch} restart(s)")
+    return None
+
+
+class DiagnosisInfo(BaseModel):
+    """What bounds a candidate (profilers or the simulator), in words a prompt can carry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["memory-bound", "compute-bound", "occupancy-bound", "launch-bound"]
+    evidence: list[str] = Field(default_factory=list)
+    roofline_fraction: float | None = None
+    source: str = ""
+
+
+Node.model_rebuild()

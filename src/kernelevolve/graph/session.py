@@ -1,0 +1,378 @@
+"""Runs: a run directory, its SQLite checkpoints, and the graph driven to the end, to a pause
+(interactive runs) or resumed after a crash.
+
+A run directory holds ``run.json`` (what was asked, with the settings), ``checkpoints.sqlite``
+(LangGraph's checkpointer: the whole state after every step), ``candidates/<node>.py``,
+``best.py`` (the best verified kernel so far) and, once the run ends, ``result.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kernelevolve import __version__
+from kernelevolve.config import (
+    EvalConfig,
+    KBConfig,
+    LLMConfig,
+    ProfileConfig,
+    SearchConfig,
+    Settings,
+    load_settings,
+)
+from kernelevolve.errors import ConfigError, RunError
+from kernelevolve.graph import search, state
+from kernelevolve.graph.build import build_graph, recursion_limit
+from kernelevolve.graph.runtime import Deps
+from kernelevolve.graph.state import Draft, Event, RunState, Task, Usage
+from kernelevolve.kb import Hit, Improvement, KnowledgeSource, Situation, SkillWrite
+from kernelevolve.llm.factory import make_synthesizer, operator_class
+from kernelevolve.llm.synthesizer import Synthesizer
+from kernelevolve.problem import Problem, load_problem
+from kernelevolve.targets import Target, get_target, tune_target
+from kernelevolve.tools.harness.pool import WorkerPool
+from kernelevolve.tools.harness.result import EvalResult
+
+# Types the checkpointer may rebuild from the database (nothing else is unpickled).
+_STATE_TYPES = (
+    state.Task, state.Knowledge, state.ErrorInfo, state.Step, state.Expansion, state.Usage,
+    state.Draft, state.Event, state.EventKind, search.Node, search.SearchTree,
+    search.DiagnosisInfo,
+)
+
+
+class RunSpec(BaseModel):
+    """``run.json``: what the user asked for, enough to rebuild the run in another process."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    problem_path: str
+    problem_digest: str
+    target: str
+    synthesizer: str
+    interactive: bool = False
+    settings: dict[str, Any]
+    created: str
+    version: str = __version__
+
+
+class TuneResult(BaseModel):
+    """What a run produced: the best verified kernel with its evidence, and what it cost."""
+
+    run_id: str
+    run_dir: str
+    problem: str
+    target: str
+    synthesizer: str
+    finished: bool = Field(description="the run ended (False: paused or interrupted)")
+    stop_reason: str | None = None
+    best_node: str | None = None
+    best_speedup: float | None = None
+    best_latency_ms: float | None = None
+    simulated: bool = False
+    kernel_path: str | None = Field(None, description="the best kernel's file (best.py)")
+    best_result: EvalResult | None = None
+    rounds: int = 0
+    candidates: int = 0
+    verified: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    paused: dict[str, Any] | None = Field(None, description="interactive: the pause's summary")
+
+    @property
+    def ok(self) -> bool:
+        return self.best_node is not None
+
+
+def _serde() -> JsonPlusSerializer:
+    return JsonPlusSerializer(allowed_msgpack_modules=list(_STATE_TYPES))
+
+
+def _new_run_id(problem: Problem) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{problem.name}-{secrets.token_hex(2)}"
+
+
+def find_run(run: str | Path, settings: Settings | None = None) -> Path:
+    """A run directory from a path or a run id under the configured runs directory."""
+    path = Path(run)
+    if (path / "run.json").is_file():
+        return path
+    runs = (settings or load_settings()).runs.resolved_dir()
+    if (runs / str(run) / "run.json").is_file():
+        return runs / str(run)
+    raise RunError(f"no run '{run}': neither a run directory nor a run id under {runs} "
+                   "(list them with `kernelevolve runs`, or pass the run directory)")
+
+
+class Session:
+    """One run in this process: open it (new or existing), drive it, close it."""
+
+    def __init__(self, run_dir: Path, spec: RunSpec, settings: Settings, problem: Problem,
+                 target: Target, *, kb: KnowledgeSource | None = None,
+                 synthesizer: Synthesizer | None = None,
+                 on_event: Callable[[Event], None] | None = None) -> None:
+        self.run_dir, self.spec, self.settings = run_dir, spec, settings
+        self.problem, self.target = problem, target
+        synthesizer = synthesizer or make_synthesizer(settings, problem)
+        if synthesizer.name != spec.synthesizer:
+            raise RunError(f"run {spec.run_id} was made with the synthesizer {spec.synthesizer}, "
+                           f"but this configuration gives {synthesizer.name}; resume it with "
+                           "the same LLM settings")
+        if kb is None and (settings.search.retrieve or settings.search.distill):
+            kb = LazyKnowledgeBase(settings.kb)
+        self.pool = WorkerPool(target, search_eval_config(settings, target))
+        self._conn = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
+        self.deps = Deps(settings=settings, problem=problem, target=target, pool=self.pool,
+                         synthesizer=synthesizer, kb=kb, run_dir=run_dir,
+                         interactive=spec.interactive, on_event=on_event)
+        self.graph = build_graph(self.deps, SqliteSaver(self._conn, serde=_serde()))
+        self.config: Any = {"configurable": {"thread_id": spec.run_id},
+                            "recursion_limit": recursion_limit(self.deps)}
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, problem: str | Path | Problem, *, target: str | None = None,
+               settings: Settings | None = None, interactive: bool = False,
+               run_dir: str | Path | None = None, kb: KnowledgeSource | None = None,
+               synthesizer: Synthesizer | None = None, seeds: list[Draft] | None = None,
+               on_event: Callable[[Event], None] | None = None) -> Session:
+        """Start a new run (``synthesizer`` and ``kb`` replace the configured ones; ``seeds``
+        are kernels to verify first, e.g. the best known ones of earlier runs)."""
+        settings = settings or load_settings()
+        prob = problem if isinstance(problem, Problem) else load_problem(problem)
+        tgt = get_target(target) if target else tune_target()
+        run_id = _new_run_id(prob)
+        path = Path(run_dir) if run_dir else settings.runs.resolved_dir() / run_id
+        if path.exists() and any(path.iterdir()):
+            raise RunError(f"run directory {path} is not empty; pick another --run-dir")
+        path.mkdir(parents=True, exist_ok=True)
+        synthesizer = synthesizer or make_synthesizer(settings, prob)
+        spec = RunSpec(run_id=run_id, problem_path=str(prob.path.resolve()),
+                       problem_digest=prob.digest, target=tgt.name,
+                       synthesizer=synthesizer.name, interactive=interactive,
+                       settings=_public_settings(settings),
+                       created=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+        (path / "run.json").write_text(spec.model_dump_json(indent=1))
+        (path / "reference.py").write_text(prob.source)
+        session = cls(path, spec, settings, prob, tgt, kb=kb, synthesizer=synthesizer,
+                      on_event=on_event)
+        session._seeds = [d.model_copy(update={"origin": "seed"}) for d in seeds or []]
+        session._start_state = session._initial_state()
+        return session
+
+    @classmethod
+    def open(cls, run: str | Path, *, settings: Settings | None = None,
+             kb: KnowledgeSource | None = None, synthesizer: Synthesizer | None = None,
+             on_event: Callable[[Event], None] | None = None) -> Session:
+        """Reopen a run (to resume it, answer its pause, or read it)."""
+        path = find_run(run, settings)
+        try:
+            spec = RunSpec.model_validate_json((path / "run.json").read_text())
+        except ValueError as exc:
+            raise RunError(f"{path / 'run.json'} is damaged: {exc}") from exc
+        run_settings = settings or load_settings(**_secrets_back(spec.settings))
+        ref = path / "reference.py"
+        prob = load_problem(ref if ref.is_file() else spec.problem_path)
+        if prob.digest != spec.problem_digest:
+            raise RunError(f"the reference of run {spec.run_id} changed since it started "
+                           f"({ref}); start a new run instead")
+        prob.name = Path(spec.problem_path).stem
+        return cls(path, spec, run_settings, prob, get_target(spec.target), kb=kb,
+                   synthesizer=synthesizer, on_event=on_event)
+
+    def _initial_state(self) -> RunState:
+        tree = search.SearchTree.new(timed=self.target.timed)
+        task = Task(
+            problem_path=str(self.problem.path), problem_name=self.problem.name,
+            reference_source=self.problem.source, target=self.target.name,
+            target_description=self.target.description, goal=self.settings.search.goal,
+            timed=self.target.timed, simulated=self.target.simulated,
+            operator_class=operator_class(self.problem),
+            allowed_ops=sorted({*self.problem.allowed_ops, *self.settings.eval.allowed_ops}))
+        return {"task": task, "constraints": constraints_for(self.target), "tree": tree,
+                "round": 0, "expansion": None, "knowledge": [], "draft": None,
+                "last_error": None, "diagnosis": None, "user_notes": [], "usage": Usage(),
+                "stop_reason": None, "events": [], "seeds": list(self._seeds)}
+
+    # -- driving -----------------------------------------------------------------------------
+
+    _start_state: RunState | None = None
+    _seeds: list[Draft] = []
+
+    def run(self, guidance: Any = None) -> TuneResult:
+        """Drive the run until it ends or (interactive) pauses for the user. ``guidance``
+        answers a pause: free text lands in the prompt state, "stop" ends the run."""
+        snap = self.graph.get_state(self.config)
+        if self._start_state is not None and not snap.values:
+            payload: Any = self._start_state
+            self._start_state = None
+        elif snap.interrupts:
+            payload = Command(resume=guidance if guidance is not None else "continue")
+        elif snap.next:
+            payload = None  # resume after a crash: re-run the step that was cut off
+        else:
+            return self.result()
+        self.deps.reset_clock()
+        self.graph.invoke(payload, self.config)
+        result = self.result()
+        (self.run_dir / "trace.json").write_text(
+            json.dumps([e.model_dump(mode="json") for e in self.events()], indent=1))
+        if result.finished:
+            (self.run_dir / "result.json").write_text(result.model_dump_json(indent=1))
+        return result
+
+    def values(self) -> RunState:
+        snap = self.graph.get_state(self.config)
+        if not snap.values:
+            raise RunError(f"run {self.spec.run_id} has no checkpoint yet")
+        return snap.values  # type: ignore[return-value]
+
+    def events(self) -> list[Event]:
+        return list(self.values().get("events", []))
+
+    def result(self) -> TuneResult:
+        snap = self.graph.get_state(self.config)
+        values: RunState = snap.values  # type: ignore[assignment]
+        tree = values["tree"]
+        best = tree.best
+        paused = snap.interrupts[0].value if snap.interrupts else None
+        best_result = EvalResult.model_validate_json(best.result_json) \
+            if best is not None and best.result_json else None
+        return TuneResult(
+            run_id=self.spec.run_id, run_dir=str(self.run_dir), problem=self.spec.problem_path,
+            target=self.spec.target, synthesizer=self.spec.synthesizer,
+            finished=not snap.next, stop_reason=values.get("stop_reason"),
+            best_node=best.id if best else None, best_speedup=best.speedup if best else None,
+            best_latency_ms=best.latency_ms if best else None,
+            simulated=bool(best_result and best_result.timing and best_result.timing.simulated),
+            kernel_path=str(self.run_dir / "best.py") if best else None,
+            best_result=best_result, rounds=values.get("round", 0),
+            candidates=len(tree.nodes) - 1, verified=len(tree.verified()),
+            usage=values.get("usage", Usage()), paused=paused)
+
+    def close(self) -> None:
+        self.pool.close()
+        self._conn.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def search_eval_config(settings: Settings, target: Target) -> EvalConfig:
+    """The evaluation settings of a search. On ``cuda``, unless the user configured profiling,
+    verified candidates get the cheap instruments (roofline and PyTorch profiler, a few seconds)
+    so the Planner has a diagnosis to act on; ncu and Proton stay opt-in (tens of seconds)."""
+    cfg = settings.eval
+    if target.name == "cuda" and "profile" not in cfg.model_fields_set:
+        cfg = cfg.model_copy(update={"profile": ProfileConfig(enabled=True, tools=["torch"])})
+    return cfg
+
+
+class LazyKnowledgeBase:
+    """The configured knowledge base, opened on first use (indexing the bundled corpus the first
+    time on a machine takes a minute; a run that never retrieves or distils skips it)."""
+
+    def __init__(self, config: KBConfig) -> None:
+        self.config = config
+        self._kb: KnowledgeSource | None = None
+
+    def _open(self) -> KnowledgeSource:
+        if self._kb is None:
+            from kernelevolve.kb import KnowledgeBase
+
+            self._kb = KnowledgeBase.open(self.config)
+        return self._kb
+
+    def retrieve(self, situation: Situation, k: int | None = None) -> list[Hit]:
+        return self._open().retrieve(situation, k)
+
+    def distill_improvement(self, improvement: Improvement) -> SkillWrite | None:
+        return self._open().distill_improvement(improvement)
+
+
+def constraints_for(target: Target) -> list[str]:
+    """Rules of the target the prompt states up front (the knowledge base says more)."""
+    rules = ["Outputs must match the reference within dtype-aware tolerances on fresh random "
+             "inputs of several shapes; inputs must stay unchanged."]
+    if target.name.startswith("mtia-sim"):
+        rules += ["MTIA: every Triton program runs on one PE; loads and stores become DMA and "
+                  "must be 32-byte aligned and contiguous where possible",
+                  "MTIA: transcendental functions (exp, log, erf, sigmoid...) in fp32 only; "
+                  "scatter stores are not allowed; a tile must fit the PE's local memory"]
+    elif target.name == "cpu":
+        rules += ["The cpu target runs Triton's interpreter: correctness only, no timing; "
+                  "avoid bf16 arithmetic (cast to fp32)"]
+    elif target.name == "cuda":
+        rules += ["NVIDIA GPU: use tl.dot for matrix products (tensor cores), fp32 "
+                  "accumulation; coalesced loads along the contiguous dimension"]
+    return rules
+
+
+def _public_settings(settings: Settings) -> dict[str, Any]:
+    """The settings for run.json, without secrets."""
+    data = settings.model_dump(mode="json")
+    data["llm"]["api_key"] = None
+    return data
+
+
+def _secrets_back(data: dict[str, Any]) -> dict[str, Any]:
+    """run.json's settings as overrides; the API key comes from the environment again."""
+    data = json.loads(json.dumps(data))
+    data.get("llm", {}).pop("api_key", None)
+    return data
+
+
+def tune(problem: str | Path | Problem, *, target: str | None = None, goal: float | None = None,
+         rounds: int | None = None, llm: str | None = None, settings: Settings | None = None,
+         run_dir: str | Path | None = None, kb: KnowledgeSource | None = None,
+         synthesizer: Synthesizer | None = None,
+         on_event: Callable[[Event], None] | None = None) -> TuneResult:
+    """Search for a fast, verified kernel for ``problem`` on ``target``.
+
+    ``target`` defaults to ``cuda`` on a GPU host and to the simulated MTIA 2i elsewhere;
+    ``goal`` is the speedup vs eager that ends the run; ``rounds`` the expansion budget;
+    ``llm`` a model name at the configured endpoint (unset: the configured LLM, else the
+    offline synthesizer). Returns the best verified candidate with its evidence.
+    """
+    settings = settings or load_settings()
+    search_over: dict[str, Any] = {}
+    if goal is not None:
+        search_over["goal"] = goal
+    if rounds is not None:
+        search_over["rounds"] = rounds
+    llm_over = {"model": llm} if llm else {}
+    if search_over or llm_over:
+        try:
+            settings = settings.model_copy(update={
+                "search": SearchConfig.model_validate(
+                    {**settings.search.model_dump(), **search_over}),
+                "llm": LLMConfig.model_validate({**settings.llm.model_dump(), **llm_over})})
+        except ValidationError as exc:
+            raise ConfigError(f"invalid tune arguments: {exc}") from exc
+    with Session.create(problem, target=target, settings=settings, run_dir=run_dir, kb=kb,
+                        synthesizer=synthesizer, on_event=on_event) as session:
+        return session.run()
+
+
+def resume(run: str | Path, *, settings: Settings | None = None,
+           kb: KnowledgeSource | None = None, synthesizer: Synthesizer | None = None,
+           on_event: Callable[[Event], None] | None = None) -> TuneResult:
+    """Continue a run that was killed (or paused) from its last checkpoint; nothing is lost."""
+    with Session.open(run, settings=settings, kb=kb, synthesizer=synthesizer,
+                      on_event=on_event) as session:
+        return session.run()

@@ -1,0 +1,114 @@
+"""Which synthesizer writes the kernels: the configured LLM, else the built-in offline one.
+
+The offline synthesizer (``OfflineSynthesizer``) answers the same prompt state as an LLM: a fresh
+expansion gets the template's default (or, after a restart, a random) configuration; inherit
+mutates the parent's parameters as its diagnosis suggests; compare starts from the fastest
+sibling; combine crosses parent and partner; a repair picks a safer configuration.
+"""
+
+from __future__ import annotations
+
+import random
+
+from kernelevolve.config import Settings
+from kernelevolve.errors import SynthesisError
+from kernelevolve.graph.state import Draft, PromptState
+from kernelevolve.llm import offline
+from kernelevolve.llm.synthesizer import Synthesizer
+from kernelevolve.problem import Problem
+
+# Tries to find parameters not yet evaluated before giving up on novelty.
+_NOVELTY_TRIES = 12
+
+
+class OfflineSynthesizer:
+    """Kernel templates traced from the reference, tuned by diagnosis-guided mutation."""
+
+    name = "offline"
+    reads_knowledge = False  # templates and parameters; retrieved text would go unread
+
+    def __init__(self, problem: Problem, seed: int = 0) -> None:
+        try:
+            self.plan = offline.analyze(problem)
+        except offline.Unsupported as exc:
+            raise SynthesisError(
+                f"the offline synthesizer cannot write a kernel for {problem.path.name}: {exc}. "
+                "Configure an LLM (`--llm MODEL` with KERNELEVOLVE_LLM__BASE_URL, or "
+                "KERNELEVOLVE_LLM__MODEL) to tune this operator") from exc
+        self._rng = random.Random(seed)
+        self._tried: set[tuple[tuple[str, int], ...]] = set()
+
+    def _key(self, params: dict[str, int]) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(params.items()))
+
+    def _draft(self, params: dict[str, int], intent: str) -> Draft:
+        self._tried.add(self._key(params))
+        return Draft(source=self.plan.render(params), params=params, intent=intent,
+                     model="offline", prompt=None, reply=None)
+
+    def _random(self) -> dict[str, int]:
+        return {k: self._rng.choice(v) for k, v in self.plan.space.items()}
+
+    def _novel(self, params: dict[str, int], intent: str, diagnosis: str | None
+               ) -> tuple[dict[str, int], str]:
+        """Mutate again while the configuration was already tried."""
+        tries = 0
+        while self._key(params) in self._tried and tries < _NOVELTY_TRIES:
+            params, intent = offline.mutate(self.plan, params, diagnosis, self._rng)
+            tries += 1
+        return params, intent
+
+    def write(self, ps: PromptState) -> Draft:
+        diagnosis = ps.diagnosis.kind if ps.diagnosis is not None else None
+        parent = ps.parent
+        if ps.operator == "fresh" or parent is None or parent.params is None:
+            first = not self._tried
+            params = self.plan.default_params() if first else self._random()
+            why = (f"{self.plan.description}: template defaults" if first
+                   else f"{self.plan.description}: a fresh configuration")
+            params, why = self._novel(params, why, diagnosis)
+            return self._draft(params, why)
+        base = parent.params
+        if ps.operator == "compare":
+            better = [s for s in ps.siblings if s.params and s.status == "ok"
+                      and (s.speedup or 0) > (parent.speedup or 0)]
+            if better:
+                base = max(better, key=lambda s: s.speedup or 0).params or base
+        if ps.operator == "combine" and ps.siblings and ps.siblings[0].params:
+            params = offline.crossover(self.plan, base, ps.siblings[0].params, self._rng)
+            intent = f"crossover of {parent.node_id} and {ps.siblings[0].node_id}"
+            if self._key(params) in self._tried:
+                params, intent = offline.mutate(self.plan, params, diagnosis, self._rng)
+        else:
+            params, intent = offline.mutate(self.plan, base, diagnosis, self._rng)
+        params, intent = self._novel(params, intent, diagnosis)
+        return self._draft(params, intent)
+
+    def repair(self, ps: PromptState) -> Draft:
+        err = ps.last_error
+        if err is None or err.params is None:
+            return Draft(problem="the offline synthesizer repairs only its own candidates",
+                         model="offline")
+        fixed = offline.repair(self.plan, err.params, err.status, err.message)
+        if fixed is None:
+            return Draft(problem=f"no safer configuration of the template for a {err.status}",
+                         model="offline")
+        params, why = fixed
+        return self._draft(params, why)
+
+
+def operator_class(problem: Problem) -> str | None:
+    """The problem's operator class as the offline analysis sees it (None when unknown)."""
+    try:
+        return offline.analyze(problem).operator_class
+    except offline.Unsupported:
+        return None
+
+
+def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:
+    """The configured LLM, else the offline synthesizer (which may refuse the problem)."""
+    if settings.llm.model:
+        from kernelevolve.llm.chat import LLMSynthesizer
+
+        return LLMSynthesizer.from_config(settings.llm)
+    return OfflineSynthesizer(problem, seed=settings.search.seed)

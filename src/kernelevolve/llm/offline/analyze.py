@@ -1,0 +1,91 @@
+"""analyze(): which template, if any, writes a problem's operator."""
+
+from __future__ import annotations
+
+from kernelevolve.problem import Problem
+
+from .compound import lower
+from .elementwise import DEFAULTS as EW_DEFAULTS
+from .elementwise import SPACE as EW_SPACE
+from .elementwise import ElementwiseTemplate
+from .ir import Lowered, Node
+from .matmul import MatmulTemplate
+from .plan import KernelPlan, Unsupported
+from .reduce_dim import ReduceDimTemplate
+from .rows import RowsTemplate
+from .trace import Traced, trace
+
+
+def _dtype(node: Node) -> str:
+    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(
+        str(node.dtype).removeprefix("torch."), str(node.dtype))
+
+
+def _shape(node: Node) -> str:
+    return "[" + ", ".join(str(s) for s in node.shape) + "]"
+
+
+def _chain(lowered: Lowered) -> str:
+    ops = [n.op for n in lowered.nodes if n.op not in {"load", "const", "expand", "reshape",
+                                                       "count"}]
+    return ", ".join(dict.fromkeys(ops)) or "copy"
+
+
+def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> KernelPlan:
+    out = lowered.output
+    if lowered.libraries:
+        lib = lowered.libraries[0]
+        assert lib.operand is not None
+        name = lib.operand.label
+        desc = (f"library {name} then a fused {_chain(lowered)} epilogue over a {_shape(out)} "
+                f"{_dtype(out)} tensor")
+        cls = "library_epilogue"
+    else:
+        desc = f"fused elementwise {_chain(lowered)} over a {_shape(out)} {_dtype(out)} tensor"
+        cls = "elementwise"
+    template = ElementwiseTemplate(problem, traced, lowered, desc)
+    return KernelPlan(cls, desc, dict(EW_SPACE), dict(EW_DEFAULTS), template)
+
+
+def analyze(problem: Problem) -> KernelPlan:
+    """The plan for ``problem``, or Unsupported with the reason no template covers it.
+
+    A graph shape the lowering did not anticipate (an internal assertion or lookup failing) is
+    reported as Unsupported too, naming what failed, so a search falls back instead of dying.
+    """
+    try:
+        return _analyze(problem)
+    except (AssertionError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise Unsupported(f"the offline synthesizer could not analyse this graph "
+                          f"({type(exc).__name__}: {exc}); please report it") from exc
+
+
+def _analyze(problem: Problem) -> KernelPlan:
+    traced = trace(problem)
+    lowered = lower(traced, list(problem.allowed_ops))
+    gemms = lowered.gemms
+    reduces = lowered.reduces
+    if len(gemms) > 1:
+        raise Unsupported(f"fx trace found {len(gemms)} matmuls; the matmul template fuses one "
+                          f"matmul with an elementwise epilogue")
+    if len(lowered.libraries) > 1:
+        raise Unsupported(f"fx trace found {len(lowered.libraries)} library ops; the library "
+                          f"epilogue template fuses what follows one")
+    if gemms:
+        if reduces:
+            raise Unsupported("a matmul combined with a reduction, which no template covers")
+        if lowered.libraries:
+            raise Unsupported("a matmul combined with a library op, which no template covers")
+        return MatmulTemplate.plan(problem, traced, lowered)
+    if reduces:
+        if lowered.libraries:
+            raise Unsupported("a library op followed by a reduction, which no template covers")
+        dims = {r.attrs[1] for r in reduces}
+        ranks = {len(r.args[0].shape) for r in reduces}
+        if len(dims) != 1 or len(ranks) != 1:
+            raise Unsupported("reductions over different dims, which no template covers")
+        (d,), (rank,) = dims, ranks
+        if d == tuple(range(rank - len(d), rank)):
+            return RowsTemplate.plan(problem, traced, lowered)
+        return ReduceDimTemplate.plan(problem, traced, lowered)
+    return _elementwise_plan(problem, traced, lowered)

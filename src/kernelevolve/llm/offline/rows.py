@@ -1,0 +1,408 @@
+"""The row template: elementwise ops and reductions over the trailing dims, one row per lane row.
+
+Softmax, log-softmax, layer norm, RMS norm, L2 normalisation, variance and plain reductions all
+lower to the same DAG of elementwise ops and ``reduce`` nodes over the trailing dims (the "row").
+Each program takes BLOCK_M rows. When a row fits in BLOCK_N columns it is read once and every
+value stays in registers (SINGLE_PASS); otherwise the reductions run in as few passes as their
+dependencies allow (softmax: max, then sum of exp, then the output pass), recomputing
+elementwise values from the inputs in each pass instead of storing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kernelevolve.problem import Problem
+
+from .expr import ExprWriter
+from .ir import Lowered, Node, Operand
+from .lower import reachable_ops
+from .operands import Signature, dtype_expr, signature
+from .plan import KernelPlan, Unsupported
+from .source import module_source
+from .trace import Traced
+
+SPACE = {"BLOCK_M": (1, 2, 4, 8, 16), "BLOCK_N": (128, 256, 512, 1024, 2048, 4096, 8192),
+         "num_warps": (1, 2, 4, 8, 16)}
+_IDENTITY = {"sum": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
+_COMBINE = {"sum": "{acc} + {v}", "max": "tl.maximum({acc}, {v})", "min": "tl.minimum({acc}, {v})"}
+
+
+@dataclass
+class RowsTemplate:
+    problem: Problem
+    traced: Traced
+    lowered: Lowered
+    operator_class: str
+    description: str
+    kinds: dict[int, str] = field(default_factory=dict)  # id(node) -> tile | row | col | scalar
+    reduced: set[int] = field(default_factory=set)  # nodes of rank r - k (reductions w/o keepdim)
+    reduced_leaves: set[int] = field(default_factory=set)  # loads read in that reduced frame
+
+    def __post_init__(self) -> None:
+        first = self.lowered.reduces[0]
+        self.main = first.args[0].shape
+        self.dims = first.attrs[1]
+        self.r, self.k = len(self.main), len(self.dims)
+        for n in self.lowered.nodes:
+            if n.op != "load":
+                self._kind(n)
+        out = self.lowered.output
+        if self.kinds[id(out)] not in {"tile", "row"}:
+            raise Unsupported("the output does not vary over rows")
+        self.out_kind = "tile" if out.shape == self.main else self.kinds[id(out)]
+        self.operands = self.lowered.operands
+        self.tiles = [o for o in self.operands if self._operand_kind(o) == "tile"]
+        if not self.tiles:
+            raise Unsupported("no input covers the whole reduced tensor")
+        if any(o.shape != self.main for o in self.tiles):
+            raise Unsupported("inputs of different shapes inside a row computation")
+        if any(o.chunk is not None for o in self.operands):
+            raise Unsupported("a split input inside a row computation, which no template covers")
+        self.sig: Signature = signature(self.lowered, forward_args=self.traced.forward_args)
+        self.levels = self._levels()
+
+    # -- analysis --------------------------------------------------------------------------
+    def _leaf_kind(self, op: Operand, reduced_frame: bool = False) -> str:
+        frame = self.main[:self.r - self.k] if reduced_frame else self.main
+        shape = op.shape
+        if len(shape) > len(frame):
+            raise Unsupported(f"{op.expr} has more dims than the rows it combines with")
+        aligned = (1,) * (len(frame) - len(shape)) + shape
+        full = [s == f for s, f in zip(aligned, frame, strict=True)]
+        for s, f in zip(aligned, frame, strict=True):
+            if s not in (1, f):
+                raise Unsupported(f"{op.expr} {list(shape)} does not broadcast to {list(frame)}")
+        n_outer = self.r - self.k
+        outer = [full[d] for d in range(min(n_outer, len(frame))) if frame[d] != 1]
+        inner = [full[d] for d in range(n_outer, len(frame)) if frame[d] != 1]
+        if (outer and any(outer) != all(outer)) or (inner and any(inner) != all(inner)):
+            raise Unsupported(f"{op.expr} {list(shape)} broadcasts over part of the rows or "
+                              f"part of a row, which no template covers")
+        o, i = bool(outer) and all(outer), bool(inner) and all(inner)
+        return {(True, True): "tile", (True, False): "row", (False, True): "col",
+                (False, False): "scalar"}[(o, i)]
+
+    def _operand_kind(self, op: Operand) -> str:
+        loads = [n for n in self.lowered.nodes if n.op == "load" and n.operand is op]
+        return self.kinds[id(loads[0])]
+
+    def _kind(self, n: Node) -> str:
+        if id(n) in self.kinds:
+            return self.kinds[id(n)]
+        if n.op == "const" or n.op == "count":
+            kind = "scalar"
+        elif n.op == "load":
+            assert n.operand is not None
+            kind = self._leaf_kind(n.operand)
+        elif n.op == "reduce":
+            arg_kind = self._kind(n.args[0])
+            if n.attrs[1] != self.dims or (n.args[0].shape != self.main and arg_kind == "tile"):
+                raise Unsupported("reductions over different dims or shapes, which no template "
+                                  "covers")
+            if id(n.args[0]) in self.reduced:
+                raise Unsupported("a reduction of an already reduced value")
+            kind = "row"
+            if not n.attrs[2]:
+                self.reduced.add(id(n))
+        elif n.op == "reshape":
+            arg = n.args[0]
+            outer = self.main[:self.r - self.k]
+            kind = self._kind(arg)
+            if kind != "row":
+                raise Unsupported("a reshape inside a row computation, which no template covers")
+            if id(arg) in self.reduced and n.shape == (*outer, *(1,) * self.k):
+                pass
+            elif id(arg) not in self.reduced and n.shape == outer:
+                self.reduced.add(id(n))
+            else:
+                raise Unsupported("a reshape inside a row computation, which no template covers")
+        else:
+            in_reduced = any(id(a) in self.reduced for a in n.args if a.op != "load")
+            args = []
+            for a in n.args:
+                if a.op == "load":
+                    assert a.operand is not None
+                    kind = self._leaf_kind(a.operand, reduced_frame=in_reduced)
+                    self.kinds.setdefault(id(a), kind)
+                    if in_reduced:
+                        self.reduced_leaves.add(id(a))
+                else:
+                    kind = self._kind(a)
+                    if in_reduced and id(a) not in self.reduced and kind != "scalar":
+                        raise Unsupported("a reduction without keepdim broadcast against the "
+                                          "full tensor, which no template covers")
+                args.append(kind)
+            if in_reduced:
+                self.reduced.add(id(n))
+            kinds = set(args)
+            kind = ("tile" if "tile" in kinds or {"row", "col"} <= kinds else
+                    "row" if "row" in kinds else "col" if "col" in kinds else "scalar")
+        self.kinds[id(n)] = kind
+        return kind
+
+    def _levels(self) -> list[list[Node]]:
+        level: dict[int, int] = {}
+        for n in self.lowered.nodes:
+            deps = [level[id(a)] for a in n.args if id(a) in level]
+            own = max(deps, default=0)
+            if n.op == "reduce":
+                level[id(n)] = own + 1
+            elif deps:
+                level[id(n)] = own
+        out: list[list[Node]] = []
+        for n in self.lowered.reduces:
+            lv = level[id(n)]
+            while len(out) < lv:
+                out.append([])
+            out[lv - 1].append(n)
+        return out
+
+    def feasible(self, params: Mapping[str, int]) -> str | None:
+        tile = params["BLOCK_M"] * params["BLOCK_N"]
+        threads = 32 * params["num_warps"]
+        if tile < threads:
+            return f"a {tile}-element tile leaves some of the {threads} threads idle"
+        if tile // threads > 64:
+            return (f"a {tile}-element tile is {tile // threads} values per thread per live "
+                    f"tensor (register pressure)")
+        return None
+
+    # -- kernel ----------------------------------------------------------------------------
+    def _load(self, writer: ExprWriter, op: Operand, frame_reduced: bool = False) -> str:
+        name = self.sig.operand_names[id(op)]
+        kind = self._leaf_kind(op, frame_reduced)
+        if kind == "tile":
+            return writer.tmp(f"tl.load({name}_ptr + rows[:, None] * stride_{name} + "
+                              f"cols[None, :], mask=mask, other=0.0).to(tl.float32)")
+        if kind == "col":
+            return writer.tmp(f"tl.load({name}_ptr + cols[None, :], mask=cols[None, :] < n_cols, "
+                              f"other=0.0).to(tl.float32)")
+        if kind == "row":
+            return writer.tmp(f"tl.load({name}_ptr + rows[:, None], mask=row_mask[:, None], "
+                              f"other=0.0).to(tl.float32)")
+        return writer.tmp(f"tl.load({name}_ptr).to(tl.float32)")
+
+    def _special(self, writer: ExprWriter, single: bool):  # type: ignore[no-untyped-def]
+        def special(n: Node) -> str | None:
+            if n.op == "load":
+                assert n.operand is not None
+                return self._load(writer, n.operand, id(n) in self.reduced_leaves)
+            if n.op == "count":
+                correction = n.attrs[1]
+                return f"(n_cols - {correction})" if correction else "n_cols"
+            if n.op == "reshape":
+                return writer.names[id(n.args[0])]
+            if n.op == "reduce":
+                if not single:
+                    raise AssertionError("a reduce is finalised outside the loop")
+                kind = n.attrs[0]
+                v = writer.names[id(n.args[0])]
+                fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
+                return writer.tmp(f"{fn}(tl.where(mask, {v}, {_IDENTITY[kind]}), axis=1, "
+                                  f"keep_dims=True)")
+            return None
+
+        return special
+
+    def _row_nodes(self, done: set[int]) -> list[Node]:
+        """Row- and scalar-kind nodes computable from the finished reductions."""
+        ready = []
+        for n in self.lowered.nodes:
+            if n.op == "reduce" or self.kinds[id(n)] not in {"row", "scalar"}:
+                continue
+            if all(r in done for r in (id(d) for d in n.walk() if d.op == "reduce")):
+                ready.append(n)
+        return ready
+
+    def _store(self, lines: list[str], indent: str, value: str) -> None:
+        if self.out_kind == "tile":
+            lines.append(f"{indent}tl.store(out_ptr + rows[:, None] * n_cols + cols[None, :], "
+                         f"{value}.to(out_ptr.dtype.element_ty), mask=mask)")
+        else:
+            lines.append(f"{indent}tl.store(out_ptr + rows[:, None], "
+                         f"{value}.to(out_ptr.dtype.element_ty), mask=row_mask[:, None])")
+
+    def _multi_pass(self, lines: list[str]) -> None:
+        ind = "        "
+        row_writer = ExprWriter(lines, ind, lambda n: None, self.sig.scalars, prefix="r")
+        row_writer.special = self._special(row_writer, single=False)
+        done: set[int] = set()
+
+        def emit_rows() -> None:
+            for n in self._row_nodes(done):
+                if id(n) not in row_writer.names:
+                    row_writer.emit(n)
+
+        emit_rows()
+        for p, level in enumerate(self.levels):
+            lines.append(f"{ind}# pass {p + 1}: {', '.join(r.attrs[0] for r in level)} over "
+                         f"the row")
+            accs = []
+            for r in level:
+                acc = row_writer.tmp(f"tl.full([BLOCK_M, BLOCK_N], {_IDENTITY[r.attrs[0]]}, "
+                                     f"tl.float32)")
+                accs.append(acc)
+            lines.append(f"{ind}for start in range(0, n_cols, BLOCK_N):")
+            lines.append(f"{ind}    cols = start + offs_n")
+            lines.append(f"{ind}    mask = row_mask[:, None] & (cols[None, :] < n_cols)")
+            loop = ExprWriter(lines, ind + "    ", lambda n: None, self.sig.scalars,
+                              prefix=f"p{p}_")
+            loop.special = self._special(loop, single=False)
+            loop.names = dict(row_writer.names)
+            for r, acc in zip(level, accs, strict=True):
+                v = loop.emit(r.args[0])
+                combined = _COMBINE[r.attrs[0]].format(
+                    acc=acc, v=f"tl.where(mask, {v}, {_IDENTITY[r.attrs[0]]})")
+                lines.append(f"{ind}    {acc} = {combined}")
+            for r, acc in zip(level, accs, strict=True):
+                fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.attrs[0]]
+                row_writer.bind(r, row_writer.tmp(f"{fn}({acc}, axis=1, keep_dims=True)"))
+                done.add(id(r))
+            emit_rows()
+        out = self.lowered.output
+        if self.out_kind == "row":
+            self._store(lines, ind, row_writer.emit(out))
+            return
+        lines.append(f"{ind}# last pass: the output")
+        lines.append(f"{ind}for start in range(0, n_cols, BLOCK_N):")
+        lines.append(f"{ind}    cols = start + offs_n")
+        lines.append(f"{ind}    mask = row_mask[:, None] & (cols[None, :] < n_cols)")
+        loop = ExprWriter(lines, ind + "    ", lambda n: None, self.sig.scalars, prefix="o")
+        loop.special = self._special(loop, single=False)
+        loop.names = dict(row_writer.names)
+        self._store(lines, ind + "    ", loop.emit(out))
+
+    def _kernel(self, name: str) -> str:
+        names = self.sig.operand_names
+        ptrs = [f"{names[id(o)]}_ptr" for o in self.operands]
+        strides = [f"stride_{names[id(o)]}" for o in self.tiles]
+        lines = ["@triton.jit", f"def {name}(", "    # Pointers",
+                 f"    {', '.join(ptrs + ['out_ptr'])},", "    # Sizes", "    n_rows, n_cols,",
+                 "    # Strides (row strides; a row is contiguous)", f"    {', '.join(strides)},"]
+        if self.sig.scalars:
+            lines += ["    # Scalars (model attributes)",
+                      f"    {', '.join(self.sig.scalars.values())},"]
+        lines += ["    # Meta-parameters", "    BLOCK_M: tl.constexpr,",
+                  "    BLOCK_N: tl.constexpr,",
+                  "    SINGLE_PASS: tl.constexpr,", "):",
+                  "    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)",
+                  "    row_mask = rows < n_rows", "    offs_n = tl.arange(0, BLOCK_N)",
+                  "    if SINGLE_PASS:",
+                  "        # The whole row fits in BLOCK_N columns: read it once, keep it in",
+                  "        # registers.", "        cols = offs_n",
+                  "        mask = row_mask[:, None] & (cols[None, :] < n_cols)"]
+        single = ExprWriter(lines, "        ", lambda n: None, self.sig.scalars, prefix="s")
+        single.special = self._special(single, single=True)
+        self._store(lines, "        ", single.emit(self.lowered.output))
+        lines.append("    else:")
+        self._multi_pass(lines)
+        return "\n".join(lines)
+
+    # -- launcher --------------------------------------------------------------------------
+    def _launcher(self, name: str, kernel: str) -> str:
+        sig, names = self.sig, self.sig.operand_names
+        main = names[id(self.tiles[0])]
+        k, r = self.k, self.r
+        lines = [f"def {name}({', '.join(sig.params)}):", f'    """{self.description}."""']
+        for src in sig.sources:
+            lines.append(f"    {src.name} = {src.name}.contiguous()")
+        lines += [f"    if {main}.dim() != {r}:",
+                  f"        raise ValueError(f\"{main}: expected {r} dims, got {{{main}.dim()}}\")"]
+        for op in self.tiles[1:]:
+            other = names[id(op)]
+            lines += [f"    if {other}.shape != {main}.shape:",
+                      f"        raise ValueError(f\"{other} {{list({other}.shape)}} must match "
+                      f"{main} {{list({main}.shape)}}\")"]
+        if self.out_kind != "tile":
+            lines.append(f"    outer_shape = list({main}.shape[:{r - k}])")
+        lines += ["    n_cols = 1",
+                  f"    for size in {main}.shape[{r - k}:]:", "        n_cols *= size",
+                  f"    n_rows = {main}.numel() // n_cols if n_cols else 0"]
+        if self.out_kind == "tile":
+            shape = f"list({main}.shape)"
+        elif id(self.lowered.output) in self.reduced:
+            shape = "outer_shape"
+        else:
+            shape = f"outer_shape + [1] * {k}"
+        dtype = dtype_expr(self.lowered.output.dtype, self.operands, names)
+        lines += [f"    out = torch.empty({shape}, dtype={dtype}, device={main}.device)",
+                  "    if out.numel() == 0:", "        return out",
+                  "    if n_cols == 0:",
+                  "        raise ValueError(\"cannot reduce over an empty row\")"]
+        args = []
+        for op in self.operands:
+            n = names[id(op)]
+            kind = self._operand_kind(op)
+            if kind == "tile":
+                lines.append(f"    {n} = {n}.view(n_rows, n_cols)")
+            else:
+                want = {"col": "n_cols", "row": "n_rows", "scalar": "1"}[kind]
+                lines += [f"    if {n}.numel() != {want}:",
+                          f"        raise ValueError(f\"{n} has {{{n}.numel()}} elements, "
+                          f"expected {{{want}}}\")", f"    {n} = {n}.reshape(-1)"]
+            args.append(n)
+        lines += ["    block_n = min(BLOCK_N, triton.next_power_of_2(n_cols))",
+                  "    # Rows shorter than BLOCK_N are packed: a program still gets a full tile.",
+                  "    block_m = BLOCK_M * (BLOCK_N // block_n)",
+                  "    block_m = max(BLOCK_M, min(block_m, triton.next_power_of_2(n_rows), 256))",
+                  "    grid = (triton.cdiv(n_rows, block_m),)", f"    {kernel}[grid](",
+                  f"        {', '.join(args + ['out'])},", "        n_rows, n_cols,",
+                  f"        {', '.join(f'{names[id(o)]}.stride(0)' for o in self.tiles)},"]
+        if sig.scalars:
+            lines.append(f"        {', '.join(sig.scalars.values())},")
+        lines += ["        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=n_cols <= block_n,",
+                  "        num_warps=NUM_WARPS,", "    )", "    return out"]
+        return "\n".join(lines)
+
+    def render(self, params: Mapping[str, int]) -> str:
+        base = f"fused_{self.operator_class}"
+        return module_source(
+            self.problem, self.description,
+            {"BLOCK_M": params["BLOCK_M"], "BLOCK_N": params["BLOCK_N"],
+             "NUM_WARPS": params["num_warps"]},
+            [self._kernel(base + "_kernel")], [self._launcher(base, base + "_kernel")],
+            self.traced.forward_args, self.sig.call(base))
+
+    # -- planning --------------------------------------------------------------------------
+    @classmethod
+    def plan(cls, problem: Problem, traced: Traced, lowered: Lowered) -> KernelPlan:
+        ops = set(reachable_ops(traced))
+        names = [n.op for n in lowered.nodes]
+        reduces = lowered.reduces
+        first = reduces[0]
+        main, dims = first.args[0].shape, first.attrs[1]
+        shape = "[" + ", ".join(map(str, main)) + "]"
+        dtype = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(
+            str(lowered.output.dtype).removeprefix("torch."), "")
+        where = (f"dim {dims[0]}" if len(dims) == 1 else f"dims {', '.join(map(str, dims))}")
+        of = f"over {where} of a {shape} {dtype} tensor"
+        row_output = len(lowered.output.shape) < len(main) or all(
+            lowered.output.shape[d] == 1 for d in dims)
+        composite = [o for o in ("_softmax", "_log_softmax", "native_layer_norm",
+                                 "linalg_vector_norm") if o in ops]
+        mean_of_squares = len(reduces) == 1 and first.args[0].op in {"pow", "mul"} and (
+            "rsqrt" in names)
+        if row_output:
+            cls_name = "reduction"
+            kinds = ", ".join(dict.fromkeys(r.attrs[0] for r in reduces))
+            what = "mean" if "count" in names and "var" not in ops else kinds
+            desc = f"row {what} {of}"
+        elif len(composite) == 1:
+            cls_name, what = {"_softmax": ("softmax", "row softmax"),
+                              "_log_softmax": ("log_softmax", "row log-softmax"),
+                              "native_layer_norm": ("layernorm", "layer norm"),
+                              "linalg_vector_norm": ("l2norm", "L2 normalisation")}[composite[0]]
+            desc = f"{what} {of}"
+        elif not composite and mean_of_squares:
+            cls_name, desc = "rmsnorm", f"RMS norm {of}"
+        else:
+            cls_name = "rowwise"
+            desc = f"fused row computation ({len(reduces)} reductions) {of}"
+        template = cls(problem, traced, lowered, cls_name, desc)
+        if cls_name == "reduction":
+            defaults = {"BLOCK_M": 2, "BLOCK_N": 2048, "num_warps": 8}
+        else:
+            defaults = {"BLOCK_M": 1, "BLOCK_N": 4096, "num_warps": 8}
+        return KernelPlan(cls_name, desc, dict(SPACE), defaults, template)

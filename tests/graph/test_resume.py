@@ -1,0 +1,70 @@
+"""A run killed mid-way (SIGKILL of the whole process group) resumes from its SQLite checkpoint
+through the CLI and loses nothing: one continuous trace, every node it had, the budget kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelevolve.config import load_settings
+from kernelevolve.graph.session import Session
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEM = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELEVOLVE_")}
+    env.update(KERNELEVOLVE_HOME=str(tmp_path / "home"), OMP_NUM_THREADS="1")
+    return env
+
+
+def _nodes(run_dir: Path) -> dict[str, tuple[str, str | None]]:
+    settings = load_settings(search={"retrieve": False, "distill": False})
+    with Session.open(run_dir, settings=settings) as s:
+        tree = s.values()["tree"]
+    return {n.id: (n.status, n.source) for n in tree.nodes.values()}
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_with_one_continuous_trace(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "kernelevolve.cli", "tune", str(PROBLEM),
+           "--target", "mtia-sim:2i", "--rounds", "4", "--goal", "100", "--no-kb", "--quiet",
+           "--run-dir", str(run_dir), "--out", str(tmp_path / "first.py")]
+    proc = subprocess.Popen(cmd, env=_env(tmp_path), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    while not (run_dir / "candidates" / "n0002.py").exists():
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        assert time.monotonic() < deadline, "the run made no second candidate in time"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (run_dir / "result.json").exists()
+    before = _nodes(run_dir)
+    assert "n0001" in before
+
+    out = subprocess.run([sys.executable, "-m", "kernelevolve.cli", "resume", str(run_dir),
+                          "--json", "--out", str(tmp_path / "best.py")],
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert result["finished"] and result["stop_reason"].startswith("budget spent: 4 rounds")
+    assert result["rounds"] == 4
+    after = _nodes(run_dir)
+    assert all(after[k] == v for k, v in before.items()), "a node changed or vanished"
+    assert len(after) > len(before)
+    trace = json.loads((run_dir / "trace.json").read_text())
+    plans = [e["round"] for e in trace if e["kind"] == "plan"]
+    assert plans == [1, 2, 3, 4], plans  # every round planned exactly once, in order
+    stamps = [e["at_s"] for e in trace]
+    assert stamps == sorted(stamps)
+    assert (tmp_path / "best.py").read_text() == (run_dir / "best.py").read_text()

@@ -1,0 +1,180 @@
+"""analyze(): every example problem is classified, or refused with a plain reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelevolve.errors import KernelEvolveError
+from kernelevolve.llm.offline import OPERATOR_CLASSES, KernelPlan, Unsupported, analyze
+from kernelevolve.problem import load_problem
+from kernelevolve.tools.harness.static import check_source
+
+PROBLEMS = Path(__file__).resolve().parents[3] / "examples" / "problems"
+
+# Problem -> operator class, or the words the Unsupported reason must contain.
+EXPECTED: dict[str, str | tuple[str, ...]] = {
+    "01_gelu_sigmoid_bias": "elementwise",
+    "02_swiglu_fp16": "elementwise",
+    "03_leaky_relu_scale_clamp": "elementwise",
+    "04_row_softmax": "softmax",
+    "05_layernorm": "layernorm",
+    "06_rmsnorm": "rmsnorm",
+    "07_row_mean": "reduction",
+    "08_max_middle_dim": "reduction",
+    "09_l2_normalize": "l2norm",
+    "10_linear_bias_gelu": "matmul",
+    "11_matmul_bf16": "matmul",
+    "12_conv2d_relu_scale_bias": "library_epilogue",
+    "13_attention": ("2 matmuls", "attention"),
+    "14_feature_hashing": ("'remainder'", "'stack'", "no template covers"),
+    "15_bucketize": ("aten op 'bucketize' which no template covers",),
+    "16_jagged_to_padded": ("'index'", "no template covers"),
+    "17_dot_interaction": ("'triu_indices'", "no template covers"),
+}
+
+
+def test_every_example_has_an_expectation():
+    assert {p.stem for p in PROBLEMS.glob("[0-9]*.py")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_classification(name):
+    problem = load_problem(PROBLEMS / f"{name}.py")
+    expected = EXPECTED[name]
+    if isinstance(expected, str):
+        plan = analyze(problem)
+        assert plan.operator_class == expected
+        assert plan.operator_class in OPERATOR_CLASSES
+        assert plan.description and "\n" not in plan.description
+        assert plan.validate(plan.default_params()) == plan.default_params()
+        source = plan.render(plan.default_params())
+        assert "class ModelNew(nn.Module)" in source and "@triton.jit" in source
+        assert check_source(source, problem.allowed_ops) == []
+    else:
+        with pytest.raises(Unsupported) as info:
+            analyze(problem)
+        for words in expected:
+            assert words in str(info.value)
+
+
+def test_unsupported_is_data_not_a_tool_error():
+    assert not issubclass(Unsupported, KernelEvolveError)
+
+
+def test_descriptions_name_the_operator():
+    softmax = analyze(load_problem(PROBLEMS / "04_row_softmax.py"))
+    assert softmax.description == "row softmax over dim 1 of a [4096, 4096] fp32 tensor"
+    swiglu = analyze(load_problem(PROBLEMS / "02_swiglu_fp16.py"))
+    assert "fp16" in swiglu.description and "silu" in swiglu.description
+
+
+def test_render_validates_params():
+    plan = analyze(load_problem(PROBLEMS / "01_gelu_sigmoid_bias.py"))
+    params = plan.default_params()
+    with pytest.raises(ValueError, match="BLOCK_SIZE=1000"):
+        plan.render({**params, "BLOCK_SIZE": 1000})
+    with pytest.raises(ValueError, match="missing parameter.*num_warps"):
+        plan.render({"BLOCK_SIZE": 1024})
+    with pytest.raises(ValueError, match="unknown parameter.*BLOCK_K"):
+        plan.render({**params, "BLOCK_K": 32})
+    assert plan.render(params) == plan.render(dict(params))
+
+
+def test_plans_are_frozen_and_spaces_contain_defaults():
+    plan = analyze(load_problem(PROBLEMS / "10_linear_bias_gelu.py"))
+    assert isinstance(plan, KernelPlan)
+    with pytest.raises(AttributeError):
+        plan.description = "x"  # type: ignore[misc]
+    for key, value in plan.default_params().items():
+        assert value in plan.space[key]
+    assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"} == set(
+        plan.space)
+
+
+def test_model_attributes_are_read_at_call_time():
+    source = analyze(load_problem(PROBLEMS / "03_leaky_relu_scale_clamp.py")).render(
+        {"BLOCK_SIZE": 1024, "num_warps": 4})
+    assert "float(self.negative_slope)" in source and "float(self.clamp_max)" in source
+    assert "0.1" not in source.split("class ModelNew")[0]
+    layernorm = analyze(load_problem(PROBLEMS / "05_layernorm.py"))
+    assert "float(self.norm.eps)" in layernorm.render(layernorm.default_params())
+
+
+def test_fp32_matmul_uses_ieee_products_and_keeps_the_linear_module():
+    plan = analyze(load_problem(PROBLEMS / "10_linear_bias_gelu.py"))
+    source = plan.render(plan.default_params())
+    assert 'input_precision="ieee"' in source
+    assert "self.linear = nn.Linear(in_features, out_features)" in source
+    assert "self.linear.weight.t()" in source
+
+
+def test_library_op_needs_permission(tmp_path):
+    text = (PROBLEMS / "12_conv2d_relu_scale_bias.py").read_text()
+    path = tmp_path / "conv_not_allowed.py"
+    path.write_text(text.replace('KERNELEVOLVE_ALLOWED_OPS = ["conv2d"]', ""))
+    with pytest.raises(Unsupported, match="does not allow calling it"):
+        analyze(load_problem(path))
+
+
+def _write(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+                    + body)
+    return path
+
+
+def test_functional_and_method_forms_classify_alike(tmp_path):
+    body = """
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return {expr}
+
+
+rows = 64
+cols = 128
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+"""
+    cases = {"F.layer_norm(x, (x.shape[-1],))": "layernorm",
+             "x.log_softmax(dim=-1)": "log_softmax",
+             "torch.nn.functional.softmax(x, -1)": "softmax",
+             "x / x.norm(dim=1, keepdim=True)": "l2norm",
+             "x.amax(dim=-1)": "reduction",
+             "x.sum(dim=0)": "reduction",
+             "torch.tanh(x).clamp(min=0.0) ** 2": "elementwise"}
+    for i, (expr, cls) in enumerate(cases.items()):
+        plan = analyze(load_problem(_write(tmp_path, f"p{i}", body.format(expr=expr))))
+        assert plan.operator_class == cls, expr
+        assert "super().__init__()" in plan.render(plan.default_params())
+
+
+def test_multiple_outputs_are_unsupported(tmp_path):
+    path = _write(tmp_path, "two", """
+class Model(nn.Module):
+    def forward(self, x):
+        return x + 1, x * 2
+
+
+n = 64
+
+
+def get_inputs():
+    return [torch.randn(n, n)]
+
+
+def get_init_inputs():
+    return []
+""")
+    with pytest.raises(Unsupported, match="2 outputs"):
+        analyze(load_problem(path))
