@@ -56,6 +56,8 @@ def distill(state: RunState, deps: Deps) -> dict[str, Any]:
     if parent is None or not parent.ok or parent.latency_ms is None or parent.source is None \
             or node.source is None:
         return {"usage": usage}
+    if parent.latency_ms / node.latency_ms - 1 < deps.settings.kb.skill_min_gain:
+        return {"usage": usage}  # no lesson (and no need to open the knowledge base)
     improvement = Improvement(
         target=_target_tag(deps), operator_class=state["task"].operator_class or "unknown",
         diagnosis=parent.diagnosis.kind if parent.diagnosis is not None else None,

@@ -26,8 +26,9 @@ from kernelevolve.graph.state import Event, EventKind, Expansion, RunState
 ACTIONS = {
     "memory-bound": "cut the bytes moved: fuse passes, keep data in registers, load wider "
                     "contiguous tiles, avoid re-reading inputs",
-    "compute-bound": "raise math throughput: tl.dot on tensor cores with larger tiles, more "
-                     "pipelining stages, fewer instructions per element",
+    "compute-bound": "raise math throughput: fewer instructions per element (reuse values, "
+                     "cheaper math), tl.dot on tensor cores with larger tiles and more "
+                     "pipelining stages for matrix products",
     "occupancy-bound": "hide latency: fewer registers or smaller tiles per program, more "
                        "programs in flight, independent loads issued early",
     "launch-bound": "launch fewer kernels: fuse everything into one launch (a persistent "

@@ -169,3 +169,16 @@ def test_repair_falls_back_to_the_defaults(plans):
     for status in ("timeout", "mismatch", "crash", "runtime_error"):
         fixed, why = repair(plan, params, status, "something went wrong")
         assert fixed == plan.default_params() and why.startswith(status)
+
+
+def test_repair_shrinks_as_far_as_the_reported_footprint_needs():
+    plan = analyze(load_problem(Path(__file__).resolve().parents[3] / "examples" / "problems"
+                                / "04_row_softmax.py"))
+    params = {**plan.default_params(), "BLOCK_N": 8192}
+    msg = ("MTIA (mtia-sim:2i, simulated) cannot run this kernel: fused_softmax_kernel: tile "
+           "footprint 1024 KB exceeds the 384 KB local memory of a PE; use smaller tiles")
+    fixed = repair(plan, params, "compile_error", msg)
+    assert fixed is not None
+    new, why = fixed
+    shrink = params["BLOCK_N"] * params.get("BLOCK_M", 1) / (new["BLOCK_N"] * new.get("BLOCK_M", 1))
+    assert shrink >= 1024 / 384, (new, why)  # one repair, enough halvings (here 2)

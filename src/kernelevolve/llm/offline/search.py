@@ -3,7 +3,9 @@ after a failed evaluation. Every function returns parameters inside ``plan.space
 
 from __future__ import annotations
 
+import math
 import random
+import re
 from collections.abc import Mapping
 
 from .plan import KernelPlan
@@ -130,6 +132,19 @@ def _shrink(plan: KernelPlan, params: dict[str, int], stages_first: bool
     return None
 
 
+_FOOTPRINT = re.compile(r"footprint (\d+(?:\.\d+)?) ?kb exceeds the (\d+(?:\.\d+)?) ?kb")
+
+
+def _halvings_needed(text: str) -> int:
+    """How many halvings of the largest tile a reported footprint needs (the MTIA simulator says
+    "tile footprint 1024 KB exceeds the 384 KB local memory"); one when no figure is given."""
+    found = _FOOTPRINT.search(text)
+    if found is None:
+        return 1
+    ratio = float(found.group(1)) / max(float(found.group(2)), 1e-9)
+    return max(1, min(8, math.ceil(math.log2(ratio)))) if ratio > 1 else 1
+
+
 def repair(plan: KernelPlan, params: Mapping[str, int], status: str, message: str
            ) -> tuple[dict[str, int], str] | None:
     """A safer configuration after an evaluation failed with ``status`` and ``message``, and
@@ -142,10 +157,14 @@ def repair(plan: KernelPlan, params: Mapping[str, int], status: str, message: st
         return None
     if any(word in text for word in _RESOURCE_WORDS):
         stages_first = "shared memory" in text or "smem" in text or "local memory" in text
-        shrunk = _shrink(plan, current, stages_first)
-        if shrunk is None:
+        new, why = current, ""
+        for _ in range(_halvings_needed(text)):
+            shrunk = _shrink(plan, new, stages_first)
+            if shrunk is None:
+                break
+            new, why = shrunk
+        if new == current:
             return None
-        new, why = shrunk
         return new, f"{status} (out of on-chip resources): {_describe(current, new)}: {why}"
     defaults = plan.default_params()
     if current != defaults:
