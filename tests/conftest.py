@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Runs, the run store and the knowledge base default to the user's data directory: never the
+# real one in tests (session-scoped fixtures share this one; each test gets its own below).
+os.environ["KERNELEVOLVE_HOME"] = tempfile.mkdtemp(prefix="kernelevolve-tests-")
 
 import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """A fresh data directory per test: no run store or runs leak between tests (warm starts
+    would otherwise seed one test's run with another's kernels)."""
+    monkeypatch.setenv("KERNELEVOLVE_HOME", str(tmp_path_factory.mktemp("home")))
 
 
 @pytest.fixture(scope="session")

@@ -135,6 +135,24 @@ class LLMConfig(_Section):
     max_tokens: int = Field(4096, ge=64, description="longest reply")
     timeout_s: float = Field(300.0, gt=0, description="one request")
     max_retries: int = Field(2, ge=0, description="retries of a failed request (network, 5xx)")
+    use: Literal["auto", "endpoint", "local", "offline"] = Field(
+        "auto",
+        description="which synthesizer writes kernels; auto: the endpoint when llm.model is set, "
+        "else the local model when installed (`kernelevolve llm install-local`), else offline",
+    )
+    local_model: Literal["auto", "0.5b", "1.5b"] = Field(
+        "auto", description="local Qwen2.5-Coder size; auto: the largest one installed"
+    )
+    local_dir: Path | None = Field(None, description="local model files; default <data dir>/models")
+    local_threads: int | None = Field(
+        None, ge=1, description="CPU threads of the local server; unset: half the cores (min 1)"
+    )
+    local_max_tokens: int = Field(
+        2048, ge=64, description="longest reply of the local model (a kernel file takes ~400-900)"
+    )
+
+    def resolved_local_dir(self) -> Path:
+        return self.local_dir if self.local_dir is not None else data_dir() / "models"
 
 
 class SearchConfig(_Section):
@@ -158,6 +176,10 @@ class SearchConfig(_Section):
     max_restarts: int = Field(2, ge=0, description="restarts before the search counts as stalled")
     seed: int = Field(0, description="the search's own random choices")
     retrieve: bool = Field(True, description="retrieve knowledge for each round (Librarian)")
+    warm_start: int = Field(
+        2, ge=0, description="verify first this many best known kernels of earlier runs of the "
+        "same problem on the same target (from the run store); 0: start cold"
+    )
     distill: bool = Field(True, description="distil skills from improvements (Librarian)")
 
 

@@ -190,3 +190,15 @@ def test_seeds_are_verified_first_without_asking_the_model(tmp_path: Path) -> No
     node = state["tree"].nodes["n0001"]
     assert node.origin == "seed" and node.ok and node.intent.startswith("warm start")
     assert result.best_node == "n0001" and chat.requests == []
+
+
+def test_a_new_run_of_a_known_problem_starts_from_the_best_known_kernel(tmp_path: Path) -> None:
+    first, _, _ = run(tmp_path, ["good_block256"])
+    assert first.best_node == "n0001"
+    chat = ScriptedChatModel([])  # any request would fail: the seed must carry the run
+    with Session.create(PROBLEM, target="cpu", settings=settings(tmp_path),
+                        synthesizer=LLMSynthesizer(chat, "scripted-coder")) as session:
+        second = session.run()
+        node = session.values()["tree"].nodes["n0001"]
+    assert node.origin == "seed" and first.run_id in node.intent and node.ok
+    assert second.best_node == "n0001" and chat.requests == []

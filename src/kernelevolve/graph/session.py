@@ -95,8 +95,54 @@ class TuneResult(BaseModel):
         return self.best_node is not None
 
 
-def _serde() -> JsonPlusSerializer:
+def checkpoint_serde() -> JsonPlusSerializer:
+    """The checkpointer's serializer: rebuilds only the run state's own types."""
     return JsonPlusSerializer(allowed_msgpack_modules=list(_STATE_TYPES))
+
+
+_serde = checkpoint_serde  # TEMPORARY: report/run.py moves to read_run()
+
+
+class StoredRun(BaseModel):
+    """A run directory as it stands on disk, read without a Session (no synthesizer, no
+    workers): ``run.json``, the last checkpointed state (None before the first step), and
+    whether it is paused at an interactive interrupt."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_dir: Path
+    spec: RunSpec
+    values: dict[str, Any] | None = None
+    paused: bool = False
+
+
+def read_run(run: str | Path, settings: Settings | None = None) -> StoredRun:
+    """Read a run (a run directory, or a run id under the configured runs directory)."""
+    path = find_run(run, settings)
+    try:
+        spec = RunSpec.model_validate_json((path / "run.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{path / 'run.json'} is missing or damaged: {exc}") from exc
+    db = path / "checkpoints.sqlite"
+    if not db.is_file():
+        return StoredRun(run_dir=path, spec=spec)
+    conn = sqlite3.connect(db, check_same_thread=False)
+    try:
+        snap = SqliteSaver(conn, serde=checkpoint_serde()).get_tuple(
+            {"configurable": {"thread_id": spec.run_id, "checkpoint_ns": ""}})
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise RunError(f"the checkpoints of run {spec.run_id} ({db}) cannot be read: {exc}; "
+                       "the run directory is damaged") from exc
+    finally:
+        conn.close()
+    if snap is None:
+        return StoredRun(run_dir=path, spec=spec)
+    values = dict(snap.checkpoint.get("channel_values", {}))
+    if "tree" not in values or "task" not in values:
+        return StoredRun(run_dir=path, spec=spec)
+    # LangGraph records a pending interrupt as a write to the "__interrupt__" channel.
+    paused = any(w[1] == "__interrupt__" for w in (snap.pending_writes or []))
+    return StoredRun(run_dir=path, spec=spec, values=values, paused=paused)
 
 
 def _new_run_id(problem: Problem) -> str:
@@ -136,7 +182,7 @@ class Session:
         self.deps = Deps(settings=settings, problem=problem, target=target, pool=self.pool,
                          synthesizer=synthesizer, kb=kb, run_dir=run_dir,
                          interactive=spec.interactive, on_event=on_event)
-        self.graph = build_graph(self.deps, SqliteSaver(self._conn, serde=_serde()))
+        self.graph = build_graph(self.deps, SqliteSaver(self._conn, serde=checkpoint_serde()))
         self.config: Any = {"configurable": {"thread_id": spec.run_id},
                             "recursion_limit": recursion_limit(self.deps)}
 
@@ -168,7 +214,9 @@ class Session:
         (path / "reference.py").write_text(prob.source)
         session = cls(path, spec, settings, prob, tgt, kb=kb, synthesizer=synthesizer,
                       on_event=on_event)
-        session._seeds = [d.model_copy(update={"origin": "seed"}) for d in seeds or []]
+        if seeds is None:
+            seeds = known_seeds(settings, prob, tgt)
+        session._seeds = [d.model_copy(update={"origin": "seed"}) for d in seeds]
         session._start_state = session._initial_state()
         return session
 
@@ -231,6 +279,10 @@ class Session:
             json.dumps([e.model_dump(mode="json") for e in self.events()], indent=1))
         if result.finished:
             (self.run_dir / "result.json").write_text(result.model_dump_json(indent=1))
+        from kernelevolve.store import open_store, sync_from_state
+
+        with open_store(self.settings.store) as store:
+            sync_from_state(store, self.spec, self.values(), self.run_dir)
         return result
 
     def values(self) -> RunState:
@@ -303,6 +355,21 @@ class LazyKnowledgeBase:
 
     def distill_improvement(self, improvement: Improvement) -> SkillWrite | None:
         return self._open().distill_improvement(improvement)
+
+
+def known_seeds(settings: Settings, problem: Problem, target: Target) -> list[Draft]:
+    """The best verified kernels of earlier runs of this problem on this target (run store)."""
+    if settings.search.warm_start == 0:
+        return []
+    from kernelevolve.store import open_store
+
+    with open_store(settings.store) as store:
+        known = store.best_known(problem_digest=problem.digest, target=target.name,
+                                 limit=settings.search.warm_start)
+    return [Draft(source=k.code, params=k.params, origin="seed",
+                  intent=f"warm start: {k.node_id} of run {k.run_id}"
+                  + (f" ({k.speedup:.2f}x)" if k.speedup is not None else ""))
+            for k in known]
 
 
 def constraints_for(target: Target) -> list[str]:

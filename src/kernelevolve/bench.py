@@ -1,0 +1,254 @@
+"""Benchmark the whole system on a directory of KernelBench-format problems: each problem tuned
+with the configured settings, then the figures KernelBench reports: correctness rate, fast_p
+(the fraction of problems with a verified kernel faster than p x eager) and geometric-mean
+speedups vs eager and vs torch.compile, with a per-problem table, as JSON and Markdown.
+
+A problem the synthesizer cannot write (or that does not load) counts as not correct, with the
+reason. On an untimed target (cpu) the speed figures are None ("not timed"); on a simulated one
+(mtia-sim) they are labelled simulated.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kernelevolve import __version__
+from kernelevolve.config import Settings, load_settings
+from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
+from kernelevolve.graph.state import Event
+from kernelevolve.targets import get_target, tune_target
+
+FAST_P = (1.0, 1.5)
+
+
+class ProblemOutcome(BaseModel):
+    """One problem's result in a benchmark."""
+
+    problem: str
+    path: str
+    correct: bool = Field(description="a verified kernel was found")
+    reason: str = Field("", description="why not (empty when correct)")
+    run_id: str | None = None
+    run_dir: str | None = None
+    best_node: str | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compiled: float | None = None
+    latency_ms: float | None = None
+    rounds: int = 0
+    candidates: int = 0
+    verified: int = 0
+    stop_reason: str | None = None
+    wall_s: float = 0.0
+
+
+class BenchReport(BaseModel):
+    """A benchmark's figures; speed figures are None when the target is not timed."""
+
+    problems_dir: str
+    target: str
+    timed: bool
+    simulated: bool
+    synthesizer: str = Field(description="'offline' or the LLM's model name")
+    rounds: int
+    created: str
+    version: str = __version__
+    n_problems: int
+    n_correct: int
+    correctness: float = Field(description="fraction of problems with a verified kernel")
+    fast_p: dict[str, float | None] = Field(
+        description="p -> fraction of all problems with a verified kernel faster than p x eager")
+    geomean_speedup_vs_eager: float | None = Field(
+        None, description="over the problems with a verified, timed kernel")
+    n_speedup_vs_eager: int = 0
+    geomean_speedup_vs_compiled: float | None = Field(
+        None, description="over the problems whose torch.compile reference was timed")
+    n_speedup_vs_compiled: int = 0
+    wall_s: float = 0.0
+    problems: list[ProblemOutcome]
+
+    @property
+    def speed_note(self) -> str:
+        if not self.timed:
+            return f"not timed (the {self.target} target only verifies)"
+        return "simulated (chip model, not a measurement)" if self.simulated else "measured"
+
+
+def problem_files(problems_dir: str | Path) -> list[Path]:
+    """The problem files of a directory: ``*.py``, not ``_private.py``, by name."""
+    root = Path(problems_dir)
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not a directory of KernelBench-format problems")
+    files = sorted(p for p in root.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise ConfigError(f"{root} holds no problem files (*.py)")
+    return files
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(outcomes: list[ProblemOutcome], *, problems_dir: str, target: str, timed: bool,
+              simulated: bool, synthesizer: str, rounds: int, wall_s: float = 0.0
+              ) -> BenchReport:
+    """The benchmark's figures from its per-problem outcomes."""
+    n = len(outcomes)
+    correct = [o for o in outcomes if o.correct]
+    eager = [o.speedup_vs_eager for o in correct if o.speedup_vs_eager]
+    compiled = [o.speedup_vs_compiled for o in correct if o.speedup_vs_compiled]
+    fast: dict[str, float | None] = {
+        f"{p:.1f}": (sum(1 for o in correct if (o.speedup_vs_eager or 0.0) > p) / n
+                   if timed and n else None) for p in FAST_P}
+    return BenchReport(
+        problems_dir=problems_dir, target=target, timed=timed, simulated=simulated,
+        synthesizer=synthesizer, rounds=rounds, created=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        n_problems=n, n_correct=len(correct), correctness=len(correct) / n if n else 0.0,
+        fast_p=fast, geomean_speedup_vs_eager=_geomean(eager) if timed else None,
+        n_speedup_vs_eager=len(eager) if timed else 0,
+        geomean_speedup_vs_compiled=_geomean(compiled) if timed else None,
+        n_speedup_vs_compiled=len(compiled) if timed else 0, wall_s=wall_s, problems=outcomes)
+
+
+def bench_one(path: Path, *, target: str, settings: Settings,
+              on_event: Callable[[Event], None] | None = None) -> ProblemOutcome:
+    """Tune one problem; a problem that cannot be tuned is an outcome with the reason."""
+    from kernelevolve.graph.session import tune
+
+    start = time.monotonic()
+    try:
+        result = tune(path, target=target, settings=settings, on_event=on_event)
+    except (ConfigError, TargetError):
+        raise  # wrong for every problem: stop the benchmark
+    except KernelEvolveError as exc:  # this problem only: record why and go on
+        return ProblemOutcome(problem=path.stem, path=str(path), correct=False,
+                              reason=f"{type(exc).__name__}: {exc}",
+                              wall_s=time.monotonic() - start)
+    timing = result.best_result.timing if result.best_result else None
+    reason = "" if result.ok else (f"no verified kernel in {result.candidates} candidate(s): "
+                                   f"{result.stop_reason or 'unfinished'}")
+    return ProblemOutcome(
+        problem=path.stem, path=str(path), correct=result.ok, reason=reason,
+        run_id=result.run_id, run_dir=result.run_dir, best_node=result.best_node,
+        speedup_vs_eager=result.best_speedup,
+        speedup_vs_compiled=timing.speedup_vs_compiled if timing else None,
+        latency_ms=result.best_latency_ms, rounds=result.rounds, candidates=result.candidates,
+        verified=result.verified, stop_reason=result.stop_reason,
+        wall_s=time.monotonic() - start)
+
+
+def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: int | None = None,
+              settings: Settings | None = None, out_dir: str | Path | None = None,
+              on_problem: Callable[[int, int, Path], None] | None = None,
+              on_outcome: Callable[[ProblemOutcome], None] | None = None,
+              on_event: Callable[[Event], None] | None = None) -> BenchReport:
+    """Tune every problem in ``problems_dir`` on ``target`` (default: as ``tune``) with
+    ``settings`` (``rounds`` overrides the search budget) and report the figures; with
+    ``out_dir``, write ``bench.json`` and ``bench.md`` there. ``on_problem(i, n, path)`` is
+    called before each problem and ``on_outcome`` after it (progress)."""
+    settings = settings or load_settings()
+    if rounds is not None:
+        search = settings.search.model_copy()
+        try:
+            search.rounds = rounds  # (sections validate assignments)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid --rounds {rounds}: {exc}") from exc
+        settings = settings.model_copy(update={"search": search})
+    files = problem_files(problems_dir)
+    tgt = get_target(target) if target else tune_target()
+    start = time.monotonic()
+    outcomes: list[ProblemOutcome] = []
+    for i, path in enumerate(files):
+        if on_problem is not None:
+            on_problem(i, len(files), path)
+        outcome = bench_one(path, target=tgt.name, settings=settings, on_event=on_event)
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    report = summarize(outcomes, problems_dir=str(problems_dir), target=tgt.name,
+                       timed=tgt.timed, simulated=tgt.simulated,
+                       synthesizer=settings.llm.model or "offline",
+                       rounds=settings.search.rounds, wall_s=time.monotonic() - start)
+    if out_dir is not None:
+        write_report(report, out_dir)
+    return report
+
+
+def _x(value: float | None, note: str) -> str:
+    return f"{value:.2f}x" if value is not None else note
+
+
+def markdown(report: BenchReport) -> str:
+    """The report as Markdown: the figures, then one row per problem."""
+    untimed = "not timed"
+    sim = " (simulated)" if report.simulated else ""
+    fast = ", ".join(f"fast_{p} = {v:.2f}" if v is not None else f"fast_{p}: {untimed}"
+                     for p, v in report.fast_p.items())
+    compiled = (_x(report.geomean_speedup_vs_compiled, "no torch.compile reference")
+                if report.timed else untimed)
+    lines = [
+        f"# kernelevolve bench: {report.problems_dir} on {report.target}", "",
+        f"{report.n_problems} problems, synthesizer {report.synthesizer}, {report.rounds} rounds "
+        f"each, {report.wall_s:.0f} s; kernelevolve {report.version}, {report.created}. "
+        f"Speed: {report.speed_note}.", "",
+        f"- correctness: {report.n_correct}/{report.n_problems} = {report.correctness:.2f}",
+        f"- {fast}{sim if report.timed else ''}",
+        f"- geometric-mean speedup vs eager: "
+        f"{_x(report.geomean_speedup_vs_eager, untimed)}{sim if report.timed else ''}"
+        + (f" (over {report.n_speedup_vs_eager})" if report.timed else ""),
+        f"- geometric-mean speedup vs torch.compile: {compiled}"
+        + (f" (over {report.n_speedup_vs_compiled})" if report.n_speedup_vs_compiled else ""),
+        "", "| problem | correct | vs eager | vs torch.compile | rounds | candidates | run | why |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for o in report.problems:
+        eager = _x(o.speedup_vs_eager, untimed if not report.timed else "-")
+        comp = _x(o.speedup_vs_compiled, untimed if not report.timed else "-")
+        why = o.reason.replace("|", "/").replace("\n", " ")
+        lines.append(f"| {o.problem} | {'yes' if o.correct else 'no'} | {eager} | {comp} | "
+                     f"{o.rounds} | {o.candidates} | {o.run_id or '-'} | {why} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: BenchReport, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``bench.json`` and ``bench.md`` into ``out_dir``; return their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "bench.json", out / "bench.md"
+    json_path.write_text(report.model_dump_json(indent=1))
+    md_path.write_text(markdown(report))
+    return json_path, md_path
+
+
+def render_report(report: BenchReport, console: Console) -> None:
+    """The report in the terminal: the figures, then the per-problem table."""
+    untimed = "not timed"
+    sim = " (simulated)" if report.simulated and report.timed else ""
+    table = Table("problem", "correct", "vs eager" + sim, "vs torch.compile", "rounds",
+                  "candidates", "run / why", title=f"bench: {report.problems_dir} on "
+                  f"{report.target}", title_justify="left")
+    for o in report.problems:
+        table.add_row(
+            escape(o.problem), "[green]yes[/green]" if o.correct else "[red]no[/red]",
+            _x(o.speedup_vs_eager, "-" if report.timed else untimed),
+            _x(o.speedup_vs_compiled, "-" if report.timed else untimed), str(o.rounds),
+            str(o.candidates), escape(o.run_id or "") if o.correct else escape(o.reason[:160]))
+    console.print(table)
+    fast = "  ".join(f"fast_{p} {v:.2f}" if v is not None else f"fast_{p} {untimed}"
+                     for p, v in report.fast_p.items())
+    console.print(f"correctness {report.n_correct}/{report.n_problems} = "
+                  f"{report.correctness:.2f}  {fast}", highlight=False)
+    if report.timed:
+        compiled = _x(report.geomean_speedup_vs_compiled, "no torch.compile reference")
+        console.print(f"geomean speedup vs eager "
+                      f"{_x(report.geomean_speedup_vs_eager, '-')}{sim}  vs torch.compile "
+                      f"{compiled}", highlight=False)
+    else:
+        console.print(f"speed: {report.speed_note}", highlight=False)

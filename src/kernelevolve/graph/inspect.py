@@ -1,0 +1,211 @@
+"""Terminal views of recorded runs (from the run store): the list of runs, a run's search tree
+and events, and one candidate with its code, prompt, reply, evaluation, diagnosis and diff."""
+
+from __future__ import annotations
+
+import difflib
+
+from rich.console import Console
+from rich.markup import escape
+from rich.rule import Rule
+from rich.syntax import Syntax
+from rich.table import Column, Table
+from rich.tree import Tree
+
+from kernelevolve.graph.search import ROOT
+from kernelevolve.graph.state import Event, EventKind
+from kernelevolve.store.models import CandidateRecord, EventRecord, RunRecord
+
+_STATUS_STYLE = {"ok": "green", "mismatch": "yellow", "timeout": "yellow", "no_code": "yellow",
+                 "pending": "dim", "root": "bold"}
+
+
+def status_text(status: str) -> str:
+    style = _STATUS_STYLE.get(status, "red")
+    return f"[{style}]{escape(status)}[/{style}]"
+
+
+def speedup_text(speedup: float | None, *, timed: bool, simulated: bool) -> str:
+    """``1.23x`` (``1.23x sim`` on a simulated target), ``not timed`` or ``-``."""
+    if speedup is None:
+        return "-" if timed else "not timed"
+    return f"{speedup:.2f}x" + (" sim" if simulated else "")
+
+
+def render_runs(runs: list[RunRecord], console: Console) -> None:
+    """The table of ``kernelevolve runs``."""
+    # Folded, never cut: a run id is there to be copied into `trace` / `show`.
+    table = Table(*(Column(h, overflow="fold") for h in ("run", "problem", "target",
+                                                         "synthesizer")),
+                  "best", "rounds", "candidates", "status", "created", title=f"{len(runs)} run(s)",
+                  title_justify="left")
+    for r in runs:
+        if r.best_node is None:
+            best = "[red]none[/red]"
+        else:
+            best = escape(speedup_text(r.best_speedup, timed=r.timed, simulated=r.simulated))
+            best = f"[green]{best}[/green]" if r.best_speedup is not None else best
+        table.add_row(escape(r.run_id), escape(r.problem), escape(r.target),
+                      escape(r.synthesizer), best, str(r.rounds),
+                      f"{r.candidates} ({r.verified} ok)", escape(r.status), escape(r.created))
+    console.print(table)
+
+
+def _node_label(run: RunRecord, c: CandidateRecord) -> str:
+    parts = [f"[bold]{escape(c.node_id)}[/bold]", status_text(c.status)]
+    if c.ok:
+        parts.append(speedup_text(c.speedup, timed=run.timed, simulated=run.simulated))
+    parts.append(f"[dim]r{c.round}[/dim] {escape(c.operator)}")
+    if c.origin == "debugger":
+        parts.append(f"[magenta]repair of {escape(c.repair_of or '?')}[/magenta]")
+    elif c.origin != "coder":
+        parts.append(f"[cyan]{escape(c.origin)}[/cyan]")
+    if c.epoch:
+        parts.append(f"[dim]epoch {c.epoch}[/dim]")
+    intent = " ".join(c.intent.split())
+    if intent:
+        parts.append(f"[dim]{escape(intent[:70] + ('...' if len(intent) > 70 else ''))}[/dim]")
+    if c.node_id == run.best_node:
+        parts.append("[bold green]<- best[/bold green]")
+    return "  ".join(parts)
+
+
+def render_tree(run: RunRecord, candidates: list[CandidateRecord], console: Console) -> None:
+    """A run's search tree: each node's id, status, speedup, round, operator, origin (repairs
+    name what they fixed), a short intent; the best node marked."""
+    status = escape(run.stop_reason or run.status)
+    console.print(f"[bold]{escape(run.run_id)}[/bold]  {escape(run.problem)} on "
+                  f"{escape(run.target)} ({escape(run.synthesizer)})  [dim]{status}[/dim]",
+                  highlight=False)
+    goal = f", goal {run.goal:g}x" if run.goal is not None and run.timed else ""
+    tree = Tree(f"[bold]{ROOT}[/bold]  the reference (eager PyTorch){goal}")
+    branches = {ROOT: tree}
+    ids = {c.node_id for c in candidates}
+    # Parents are made before their children, so node-id order attaches every parent first.
+    for c in sorted(candidates, key=lambda c: c.node_id):
+        parent = c.parent if c.parent in ids or c.parent == ROOT else ROOT
+        branches[c.node_id] = branches.get(parent or ROOT, tree).add(_node_label(run, c))
+    console.print(tree, highlight=False)
+    if run.best_node is None:
+        console.print("[red]no verified kernel[/red]")
+    else:
+        speed = speedup_text(run.best_speedup, timed=run.timed, simulated=run.simulated)
+        console.print(f"best: [green]{escape(run.best_node)}[/green] ({speed}); "
+                      f"{run.candidates} candidate(s), {run.verified} verified, "
+                      f"{run.rounds} round(s)", highlight=False)
+
+
+def render_events(events: list[EventRecord], console: Console) -> None:
+    """A run's trace, one line per event, as ``kernelevolve tune`` printed it."""
+    from kernelevolve.graph.render import EventPrinter  # (imports the session: torch)
+
+    printer = EventPrinter(console)
+    known = {k.value for k in EventKind}
+    for e in events:
+        if e.kind in known:
+            printer(Event(kind=EventKind(e.kind), round=e.round, node_id=e.node_id, text=e.text,
+                          at_s=e.at_s))
+        else:
+            console.print(f"{e.at_s:7.1f}s r{e.round:<3} {e.kind:<9} {e.text}", markup=False,
+                          highlight=False)
+
+
+def diff_base(run: RunRecord, cand: CandidateRecord, candidates: list[CandidateRecord]
+              ) -> tuple[str, str]:
+    """What a candidate is compared with: the failed code a repair fixed, else its parent's
+    code; a child of the root is compared with the reference. Returns (label, source)."""
+    by_id = {c.node_id: c for c in candidates}
+    for label, ref in (("repair of", cand.repair_of), ("parent", cand.parent)):
+        base = by_id.get(ref) if ref else None
+        if base is not None and base.code is not None:
+            return f"{label} {base.node_id}", base.code
+    return "the reference (root)", run.reference_source
+
+
+def unified_diff(old: str, new: str, old_label: str, new_label: str) -> list[str]:
+    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), old_label, new_label,
+                                     lineterm=""))
+
+
+def _section(console: Console, title: str) -> None:
+    console.print(Rule(f"[bold]{title}[/bold]", align="left"))
+
+
+def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[CandidateRecord],
+                     console: Console) -> None:
+    """One candidate: summary, code, prompt, reply, evaluation, diagnosis and the diff."""
+    from kernelevolve.tools.harness.render import render_result
+    from kernelevolve.tools.harness.result import EvalResult
+
+    console.print(f"[bold]{escape(cand.node_id)}[/bold] of {escape(run.run_id)}  "
+                  f"{status_text(cand.status)}  "
+                  f"{speedup_text(cand.speedup, timed=run.timed, simulated=run.simulated)}",
+                  highlight=False)
+    facts = [("parent", cand.parent), ("repair of", cand.repair_of),
+             ("operator", cand.operator), ("origin", cand.origin),
+             ("round / epoch", f"{cand.round} / {cand.epoch}"), ("intent", cand.intent),
+             ("latency", f"{cand.latency_ms:.4f} ms" + (" (simulated)" if run.simulated else "")
+              if cand.latency_ms is not None else None),
+             ("params", ", ".join(f"{k}={v}" for k, v in (cand.params or {}).items()) or None),
+             ("model / tokens", f"{cand.model} / {cand.tokens}" if cand.model else None),
+             ("message", cand.message if not cand.ok else None)]
+    table = Table(show_header=False, box=None)
+    for k, v in facts:
+        if v:
+            table.add_row(f"[bold]{k}[/bold]", escape(str(v)))
+    console.print(table)
+
+    _section(console, "code")
+    if cand.code is None:
+        console.print("[dim](no code: the synthesizer gave none)[/dim]")
+    else:
+        console.print(Syntax(cand.code, "python", line_numbers=True, word_wrap=True))
+    _section(console, "prompt")
+    console.print(cand.prompt if cand.prompt else "(none: the offline synthesizer uses no prompt)",
+                  markup=False, highlight=False, soft_wrap=True)
+    _section(console, "reply")
+    console.print(cand.reply if cand.reply else "(none)", markup=False, highlight=False,
+                  soft_wrap=True)
+
+    _section(console, "evaluation")
+    result = EvalResult.model_validate_json(cand.result_json) if cand.result_json else None
+    if result is None:
+        console.print(f"(not evaluated) {cand.message}", markup=False, highlight=False)
+    else:
+        render_result(result, console)
+    _section(console, "diagnosis")
+    if cand.diagnosis is None and not (result is not None and result.profile):
+        console.print("(none)", highlight=False)
+    if cand.diagnosis is not None:
+        d = cand.diagnosis
+        frac = f", {d.roofline_fraction:.0%} of the roofline" if d.roofline_fraction else ""
+        console.print(f"[bold]{d.kind}[/bold]{frac}  [dim](from {escape(d.source or '?')})[/dim]")
+        for line in d.evidence:
+            console.print(f"  - {line}", markup=False, highlight=False)
+    reports = result.profile if result is not None and result.profile else []
+    # (the simulator's report holds per-kernel figures only: its diagnosis above says it all)
+    if any(not r.available or r.kernels or r.notes or any(m.kernel is None for m in r.metrics)
+           for r in reports):
+        from kernelevolve.tools.diagnosis import render_profile
+
+        render_profile(reports, console)
+
+    label, base = diff_base(run, cand, candidates)
+    _section(console, f"diff against {label}")
+    if cand.code is None:
+        console.print("(no code to compare)")
+        return
+    lines = unified_diff(base, cand.code, label, cand.node_id)
+    if not lines:
+        console.print("(identical)")
+    for line in lines:
+        style = ("bold" if line.startswith(("---", "+++")) else "green" if line.startswith("+")
+                 else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "")
+        console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_reference(run: RunRecord, console: Console) -> None:
+    """``show RUN root``: the reference program the run started from."""
+    console.print(f"[bold]{ROOT}[/bold] of {escape(run.run_id)}: the reference "
+                  f"({escape(run.problem_path or run.problem)})", highlight=False)
+    console.print(Syntax(run.reference_source, "python", line_numbers=True, word_wrap=True))

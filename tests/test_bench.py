@@ -1,0 +1,92 @@
+"""``kernelevolve bench``: every problem of a directory through the whole system, then the
+KernelBench figures. Two real problems on the cpu target: one the offline synthesizer writes
+(verified, not timed), one it cannot write (not correct, with the reason)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelevolve.bench import ProblemOutcome, markdown, summarize
+from kernelevolve.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = ROOT / "examples" / "problems"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("KERNELEVOLVE_"):
+            monkeypatch.delenv(key)
+
+
+def test_bench_on_cpu_reports_correctness_and_says_not_timed(tmp_path: Path) -> None:
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    for name in ("03_leaky_relu_scale_clamp", "14_feature_hashing"):
+        shutil.copy(PROBLEMS / f"{name}.py", problems)
+    home, out = tmp_path / "home", tmp_path / "out"
+    env = {"KERNELEVOLVE_HOME": str(home), "KERNELEVOLVE_EVAL__N_INPUT_SETS": "2",
+           "COLUMNS": "250"}
+    result = CliRunner().invoke(app, ["bench", str(problems), "--target", "cpu", "--rounds", "2",
+                                      "--no-kb", "--out", str(out)], env=env)
+    assert result.exit_code == 0, (result.output, result.exception)
+
+    report = json.loads((out / "bench.json").read_text())
+    assert (report["target"], report["timed"], report["simulated"]) == ("cpu", False, False)
+    assert (report["n_problems"], report["n_correct"], report["correctness"]) == (2, 1, 0.5)
+    assert report["fast_p"] == {"1.0": None, "1.5": None}  # cpu: nothing is timed
+    assert report["geomean_speedup_vs_eager"] is None
+    assert report["geomean_speedup_vs_compiled"] is None
+    assert report["synthesizer"] == "offline" and report["rounds"] == 2
+    good, bad = report["problems"]
+    assert good["problem"] == "03_leaky_relu_scale_clamp" and good["correct"]
+    assert good["best_node"] == "n0001" and good["reason"] == "" and good["run_id"]
+    assert Path(good["run_dir"]).parent == home / "runs"
+    assert bad["problem"] == "14_feature_hashing" and not bad["correct"]
+    assert bad["reason"].startswith("SynthesisError: the offline synthesizer cannot write")
+    assert bad["run_id"] is None
+
+    md = (out / "bench.md").read_text()
+    assert "- correctness: 1/2 = 0.50" in md
+    assert "- fast_1.0: not timed, fast_1.5: not timed" in md
+    assert "| 14_feature_hashing | no | not timed | not timed |" in md
+    assert "correctness 1/2 = 0.50" in result.output
+    assert "not timed (the cpu target only verifies)" in result.output
+    row = next(line for line in result.output.splitlines() if "14_feature_hashing" in line
+               and "│" in line)
+    assert "│ no " in row and "SynthesisError" in row
+
+    runs = CliRunner().invoke(app, ["runs"], env=env)  # the bench's run is recorded as any run
+    assert runs.exit_code == 0 and good["run_id"] in runs.output
+
+
+def test_figures_on_a_timed_target() -> None:
+    def outcome(name: str, correct: bool, eager: float | None = None,
+                compiled: float | None = None) -> ProblemOutcome:
+        return ProblemOutcome(problem=name, path=f"{name}.py", correct=correct,
+                              reason="" if correct else "no verified kernel",
+                              speedup_vs_eager=eager, speedup_vs_compiled=compiled)
+
+    outcomes = [outcome("a", True, 2.0, 1.1), outcome("b", True, 1.2, 0.5),
+                outcome("c", True, 0.5), outcome("d", False)]
+    report = summarize(outcomes, problems_dir="p", target="cuda", timed=True, simulated=False,
+                       synthesizer="offline", rounds=4)
+    assert report.correctness == 0.75
+    assert report.fast_p == {"1.0": 0.5, "1.5": 0.25}  # of all four problems
+    assert report.geomean_speedup_vs_eager == pytest.approx((2.0 * 1.2 * 0.5) ** (1 / 3))
+    assert report.n_speedup_vs_eager == 3
+    assert report.geomean_speedup_vs_compiled == pytest.approx(math.sqrt(1.1 * 0.5))
+    md = markdown(report)
+    assert "fast_1.0 = 0.50, fast_1.5 = 0.25" in md and "(over 3)" in md
+
+    sim = summarize(outcomes[:1], problems_dir="p", target="mtia-sim:2i", timed=True,
+                    simulated=True, synthesizer="offline", rounds=4)
+    assert "(simulated)" in markdown(sim) and sim.speed_note.startswith("simulated")
