@@ -179,8 +179,10 @@ def _finish(result: object, out: Path | None, json_out: bool) -> None:
 
 def _mount_subcommands() -> None:
     from kernelevolve.kb.cli import app as kb_app
+    from kernelevolve.llm.local_cli import app as llm_app
 
     app.add_typer(kb_app, name="kb")
+    app.add_typer(llm_app, name="llm")
 
 
 _mount_subcommands()

@@ -100,9 +100,6 @@ def checkpoint_serde() -> JsonPlusSerializer:
     return JsonPlusSerializer(allowed_msgpack_modules=list(_STATE_TYPES))
 
 
-_serde = checkpoint_serde  # TEMPORARY: report/run.py moves to read_run()
-
-
 class StoredRun(BaseModel):
     """A run directory as it stands on disk, read without a Session (no synthesizer, no
     workers): ``run.json``, the last checkpointed state (None before the first step), and
