@@ -141,6 +141,71 @@ def tune(
     _finish(result, out if out is not None else Path(f"{Path(problem).stem}_tuned.py"), json_out)
 
 
+CHAT_HELP = ("Type guidance in plain words (it lands in every later prompt), or: "
+             "'show best', 'show tree', 'continue' (or Enter), 'stop'.")
+
+
+@app.command()
+def chat(
+    problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file")],
+    target: Annotated[str | None, typer.Option(
+        help="cuda, mtia-sim:2i, cpu, ... (default: cuda on a GPU host, else mtia-sim:2i)")] = None,
+    goal: Annotated[float | None, typer.Option(help="stop at this speedup vs eager")] = None,
+    rounds: Annotated[int | None, typer.Option(help="budget: expansions")] = None,
+    llm: Annotated[str | None, typer.Option(help="model at the configured endpoint")] = None,
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
+    no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """An interactive tuning session: the run pauses after every round, shows what happened and
+    takes your guidance ("try a persistent kernel", "show best", "stop")."""
+    from kernelevolve.config import Settings
+    from kernelevolve.graph.render import EventPrinter, render_tune_result
+    from kernelevolve.graph.session import Session
+    from kernelevolve.store import records_from_state
+
+    settings = _tune_settings(config, goal=goal, rounds=rounds)
+    assert isinstance(settings, Settings)
+    if llm:
+        settings.llm.model = llm
+    if no_kb:
+        settings.search.retrieve = settings.search.distill = False
+    with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
+                        interactive=True, on_event=EventPrinter(err_console, quiet=True)
+                        ) as session:
+        err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
+                          f"{session.deps.synthesizer.name})\n{CHAT_HELP}", highlight=False)
+        result = session.run()
+        while not result.finished:
+            best = (result.paused or {}).get("best")
+            console.print(f"[bold]round {result.rounds}[/bold]: {result.candidates} candidates, "
+                          + (f"best {best['node']} {best['speedup']:.2f}x" if best
+                             and best.get("speedup") is not None else
+                             f"best {best['node']}" if best else "nothing verified yet"),
+                          highlight=False)
+            answer = typer.prompt("guidance", default="continue", show_default=False).strip()
+            if answer.lower() in ("show best", "best"):
+                if result.kernel_path:
+                    console.print(Path(result.kernel_path).read_text(), markup=False,
+                                  highlight=False)
+                else:
+                    console.print("no verified kernel yet")
+                continue
+            if answer.lower() in ("show tree", "tree"):
+                from kernelevolve.graph.inspect import render_tree
+
+                run_rec, cands, _ = records_from_state(session.spec, session.values(),
+                                                       session.run_dir)
+                render_tree(run_rec, cands, console)
+                continue
+            if answer.lower() in ("help", "?"):
+                console.print(CHAT_HELP)
+                continue
+            result = session.run(answer)
+    render_tune_result(result, console)
+    raise typer.Exit(0 if result.best_node is not None else 1)
+
+
 @app.command()
 def resume(
     run: Annotated[str, typer.Argument(help="run id or run directory")],
