@@ -312,8 +312,14 @@ class Session:
             usage=values.get("usage", Usage()), paused=paused)
 
     def close(self) -> None:
-        self.pool.close()
-        self._conn.close()
+        """Stop the workers (and a local model server the synthesizer started)."""
+        try:
+            self.pool.close()
+            closer = getattr(self.deps.synthesizer, "close", None)
+            if callable(closer):
+                closer()
+        finally:
+            self._conn.close()
 
     def __enter__(self) -> Session:
         return self
