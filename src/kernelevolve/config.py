@@ -148,7 +148,8 @@ class LLMConfig(_Section):
         None, ge=1, description="CPU threads of the local server; unset: half the cores (min 1)"
     )
     local_max_tokens: int = Field(
-        2048, ge=64, description="longest reply of the local model (a kernel file takes ~400-900)"
+        1280, ge=64, description="longest reply of the local model (a kernel file takes ~400-900 "
+        "tokens; a small model that loops stops here)"
     )
 
     def resolved_local_dir(self) -> Path:

@@ -106,9 +106,17 @@ def operator_class(problem: Problem) -> str | None:
 
 
 def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:
-    """The configured LLM, else the offline synthesizer (which may refuse the problem)."""
-    if settings.llm.model:
+    """The synthesizer ``llm.use`` picks (``kernelevolve.llm.local.choose``); by default the
+    configured endpoint, else the installed local model, else the offline synthesizer (which may
+    refuse the problem). A local one serves its model itself: call its ``close()`` when done."""
+    from kernelevolve.llm.local import LocalSynthesizer, choose
+
+    use, local = choose(settings.llm)
+    if use == "endpoint":
         from kernelevolve.llm.chat import LLMSynthesizer
 
         return LLMSynthesizer.from_config(settings.llm)
+    if use == "local" and local is not None:
+        return LocalSynthesizer(local, settings.llm, examples=settings.search.retrieve,
+                                seed=settings.search.seed)
     return OfflineSynthesizer(problem, seed=settings.search.seed)
