@@ -63,3 +63,18 @@ def test_repairs_follow_the_repair_links():
     tree.add(Node(id="b", parent=ROOT, status="mismatch", origin="debugger", repair_of="a"))
     tree.add(Node(id="c", parent=ROOT, status="ok", origin="debugger", repair_of="b"))
     assert [repairs_so_far(tree, n) for n in "abc"] == [0, 1, 2]
+
+
+def test_a_repair_prompt_does_not_inherit_the_coders_re_asks():
+    from kernelevolve.graph.search import SearchTree
+    from kernelevolve.graph.state import Draft, ErrorInfo, Expansion, Task, prompt_state
+
+    task = Task(problem_path="p.py", problem_name="p", reference_source="", target="cpu",
+                target_description="", goal=1.5, timed=False)
+    state = {"task": task, "tree": SearchTree.new(timed=False),
+             "expansion": Expansion(parent_id=ROOT, operator="fresh", intent="x"),
+             "draft": Draft(source="code", attempt=2),
+             "last_error": ErrorInfo(node_id="n0001", status="compile_error", message="m",
+                                     source="code")}
+    assert prompt_state(state).attempt == 2
+    assert prompt_state(state, repair=True).attempt == 0

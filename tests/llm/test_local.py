@@ -315,6 +315,17 @@ def test_a_server_that_moved_port_gets_a_new_chat_client() -> None:
     assert synth.chat is not before and synth.endpoint == "http://127.0.0.1:10/v1"
 
 
+def test_each_call_gets_the_next_seed() -> None:
+    synth = LocalSynthesizer(MODELS["0.5b"], LLMConfig(max_retries=0), seed=5,
+                             server=_StubServer())  # type: ignore[arg-type]
+    seeds = []
+    for _ in range(2):
+        with pytest.raises(LLMError):  # nothing listens at the stub's address
+            synth.write(_ps())
+        seeds.append(synth.chat.seed)  # type: ignore[attr-defined]
+    assert seeds == [5, 6]
+
+
 def test_without_retrieval_there_is_no_worked_example() -> None:
     synth = LocalSynthesizer(MODELS["0.5b"], LLMConfig(), examples=False,
                              server=_StubServer(),  # type: ignore[arg-type]
@@ -336,6 +347,9 @@ def test_a_server_that_cannot_load_its_model_says_so_and_leaves_no_process(
     with pytest.raises(LLMError, match="local model server") as info, server:
         pass
     assert "log" in str(info.value) and not server.running and server.proc is None
+    assert server.log_path is not None and server.log_path.is_file()  # kept for the user
+    server.stop()
+    assert server.log_path is None
 
 
 def test_a_missing_model_file_names_the_install_command(tmp_path: Path) -> None:

@@ -203,7 +203,8 @@ def prompt_state(state: RunState, *, repair: bool = False) -> PromptState:
         task=state["task"], constraints=state.get("constraints", []),
         knowledge=state.get("knowledge", []), operator=exp.operator, intent=exp.intent,
         user_notes=state.get("user_notes", []), diagnosis=state.get("diagnosis"),
-        attempt=draft.attempt if draft is not None else 0,
+        # a repair is a first attempt: the Coder's re-asks are not the Debugger's
+        attempt=draft.attempt if draft is not None and not repair else 0,
     )
     if repair:
         ps.last_error = state.get("last_error")

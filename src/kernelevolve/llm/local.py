@@ -641,7 +641,7 @@ class LocalSynthesizer(LLMSynthesizer):
                  seed: int | None = None, server: LocalServer | None = None,
                  chat: BaseChatModel | None = None) -> None:
         self.local = model
-        self._cfg, self._seed = cfg, seed
+        self._cfg, self._seed, self._calls = cfg, seed, 0
         self._owns_server = server is None
         self.server = server or LocalServer(model_file(model, cfg.resolved_local_dir()),
                                             threads=cfg.local_threads, alias=model.name)
@@ -674,6 +674,11 @@ class LocalSynthesizer(LLMSynthesizer):
         if self.server.base_url != self.endpoint:  # the server had to move to another port
             self.endpoint = self.server.base_url
             self.chat = _local_chat(self.local, self.endpoint, self._cfg, self._seed)
+        if self._seed is not None and hasattr(self.chat, "seed"):
+            # One seed per call: a fixed one gives a fresh round the same reply to the same
+            # prompt (the search would repeat itself); the sequence stays reproducible.
+            self.chat.seed = self._seed + self._calls
+        self._calls += 1
 
     def write(self, ps: PromptState) -> Draft:
         self._start()
