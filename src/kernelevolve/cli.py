@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -311,6 +311,18 @@ def runs(
 RunArgument = Annotated[str, typer.Argument(help="run id (or a unique prefix) or run directory")]
 
 
+def _run_records(run: str, config: Path | None, *, events: bool = False
+                 ) -> tuple[Any, list[Any], list[Any]]:
+    """A run's record, candidates and (with ``events``) events from the store."""
+    from kernelevolve.store import locate_run
+
+    settings, store = _open_store(config)
+    with store:
+        record = locate_run(store, run, settings.runs.resolved_dir())
+        return (record, store.candidates(record.run_id),
+                store.events(record.run_id) if events else [])
+
+
 @app.command()
 def trace(
     run: RunArgument,
@@ -321,13 +333,8 @@ def trace(
     from rich.rule import Rule
 
     from kernelevolve.graph.inspect import render_events, render_tree
-    from kernelevolve.store import locate_run
 
-    settings, store = _open_store(config)
-    with store:
-        record = locate_run(store, run, settings.runs.resolved_dir())
-        candidates = store.candidates(record.run_id)
-        trace_events = store.events(record.run_id) if events else []
+    record, candidates, trace_events = _run_records(run, config, events=events)
     render_tree(record, candidates, console)
     if events:
         console.print(Rule("[bold]events[/bold]", align="left"))
@@ -343,12 +350,8 @@ def show(
     """Show one candidate: code, prompt, reply, evaluation, diagnosis and diff to its parent."""
     from kernelevolve.errors import StoreError
     from kernelevolve.graph.inspect import render_candidate, render_reference
-    from kernelevolve.store import locate_run
 
-    settings, store = _open_store(config)
-    with store:
-        record = locate_run(store, run, settings.runs.resolved_dir())
-        candidates = store.candidates(record.run_id)
+    record, candidates, _ = _run_records(run, config)
     if node == "root":
         render_reference(record, console)
         return
