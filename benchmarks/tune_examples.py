@@ -45,7 +45,8 @@ def tune_one(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     settings = load_settings(
         search={"rounds": args.rounds, "goal": args.goal, "retrieve": False, "distill": False,
                 "seed": args.seed, "wall_s": args.wall},
-        eval={"compile_reference": False}, runs={"dir": str(args.out / "runs")})
+        eval={"compile_reference": False}, runs={"dir": str(args.out / "runs")},
+        llm={"use": "offline"})  # the offline synthesizer even where a model is installed
     row: dict[str, Any] = {"problem": path.stem}
     t0 = time.perf_counter()
     try:

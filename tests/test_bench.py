@@ -49,6 +49,7 @@ def test_bench_on_cpu_reports_correctness_and_says_not_timed(tmp_path: Path) -> 
     good, bad = report["problems"]
     assert good["problem"] == "03_leaky_relu_scale_clamp" and good["correct"]
     assert good["best_node"] == "n0001" and good["reason"] == "" and good["run_id"]
+    assert good["synthesizer"] == "offline" and bad["synthesizer"] is None
     assert Path(good["run_dir"]).parent == home / "runs"
     assert bad["problem"] == "14_feature_hashing" and not bad["correct"]
     assert bad["reason"].startswith("SynthesisError: the offline synthesizer cannot write")

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from kernelevolve import __version__
 from kernelevolve.config import Settings, load_settings
-from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
+from kernelevolve.errors import ConfigError, KernelEvolveError, LLMError, TargetError
 from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
 
@@ -47,6 +47,7 @@ class ProblemOutcome(BaseModel):
     verified: int = 0
     stop_reason: str | None = None
     wall_s: float = 0.0
+    synthesizer: str | None = Field(None, description="what wrote the candidates")
 
 
 class BenchReport(BaseModel):
@@ -117,6 +118,12 @@ def summarize(outcomes: list[ProblemOutcome], *, problems_dir: str, target: str,
         n_speedup_vs_compiled=len(compiled) if timed else 0, wall_s=wall_s, problems=outcomes)
 
 
+def synthesizers(outcomes: list[ProblemOutcome]) -> str:
+    """What wrote the candidates, as the runs said ('offline', 'local:<model>', the model)."""
+    names = sorted({o.synthesizer for o in outcomes if o.synthesizer})
+    return ", ".join(names) or "none (no problem reached the synthesizer)"
+
+
 def bench_one(path: Path, *, target: str, settings: Settings,
               on_event: Callable[[Event], None] | None = None) -> ProblemOutcome:
     """Tune one problem; a problem that cannot be tuned is an outcome with the reason."""
@@ -125,7 +132,7 @@ def bench_one(path: Path, *, target: str, settings: Settings,
     start = time.monotonic()
     try:
         result = tune(path, target=target, settings=settings, on_event=on_event)
-    except (ConfigError, TargetError):
+    except (ConfigError, TargetError, LLMError):
         raise  # wrong for every problem: stop the benchmark
     except KernelEvolveError as exc:  # this problem only: record why and go on
         return ProblemOutcome(problem=path.stem, path=str(path), correct=False,
@@ -141,7 +148,7 @@ def bench_one(path: Path, *, target: str, settings: Settings,
         speedup_vs_compiled=timing.speedup_vs_compiled if timing else None,
         latency_ms=result.best_latency_ms, rounds=result.rounds, candidates=result.candidates,
         verified=result.verified, stop_reason=result.stop_reason,
-        wall_s=time.monotonic() - start)
+        wall_s=time.monotonic() - start, synthesizer=result.synthesizer)
 
 
 def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: int | None = None,
@@ -174,7 +181,7 @@ def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: in
             on_outcome(outcome)
     report = summarize(outcomes, problems_dir=str(problems_dir), target=tgt.name,
                        timed=tgt.timed, simulated=tgt.simulated,
-                       synthesizer=settings.llm.model or "offline",
+                       synthesizer=synthesizers(outcomes),
                        rounds=settings.search.rounds, wall_s=time.monotonic() - start)
     if out_dir is not None:
         write_report(report, out_dir)

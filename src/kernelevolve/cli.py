@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -100,6 +102,23 @@ def _tune_settings(config: Path | None, **search: object) -> object:
     return load_settings(config, search=over) if over else load_settings(config)
 
 
+@contextmanager
+def _interruptible(run_dir: Path) -> Iterator[None]:
+    """Ctrl-C in a run: the Session closes on the way out (a local model server stops with it)
+    and the user is told that the run is kept and how to continue it."""
+    try:
+        yield
+    except (KeyboardInterrupt, typer.Abort):
+        err_console.print(f"\n[bold]interrupted[/bold]; the run is kept. Continue it with: "
+                          f"kernelevolve resume {run_dir}", highlight=False)
+        raise typer.Exit(130) from None
+
+
+LLM_HELP = ("a model at the configured endpoint, or 'offline', 'local', 'local:0.5b' to force "
+            "that synthesizer (default: the endpoint if configured, else the installed local "
+            "model, else offline)")
+
+
 @app.command()
 def tune(
     problem: Annotated[Path, typer.Argument(help="KernelBench-format problem file")],
@@ -110,8 +129,7 @@ def tune(
     wall: Annotated[float | None, typer.Option("--wall", help="budget: wall seconds")] = None,
     tokens: Annotated[int | None, typer.Option(help="budget: LLM tokens")] = None,
     strategy: Annotated[str | None, typer.Option(help="mcts or evolutionary")] = None,
-    llm: Annotated[str | None, typer.Option(
-        help="model at the configured endpoint (default: configured LLM, else offline)")] = None,
+    llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
     out: Annotated[Path | None, typer.Option(
         help="write the best kernel here (default: ./<problem>_tuned.py)")] = None,
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
@@ -137,7 +155,8 @@ def tune(
                         on_event=printer) as session:
         err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
                           f"{session.deps.synthesizer.name})", highlight=False)
-        result = session.run()
+        with _interruptible(session.run_dir):
+            result = session.run()
     _finish(result, out if out is not None else Path(f"{Path(problem).stem}_tuned.py"), json_out)
 
 
@@ -152,7 +171,7 @@ def chat(
         help="cuda, mtia-sim:2i, cpu, ... (default: cuda on a GPU host, else mtia-sim:2i)")] = None,
     goal: Annotated[float | None, typer.Option(help="stop at this speedup vs eager")] = None,
     rounds: Annotated[int | None, typer.Option(help="budget: expansions")] = None,
-    llm: Annotated[str | None, typer.Option(help="model at the configured endpoint")] = None,
+    llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
     config: ConfigOption = None,
@@ -175,33 +194,35 @@ def chat(
                         ) as session:
         err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
                           f"{session.deps.synthesizer.name})\n{CHAT_HELP}", highlight=False)
-        result = session.run()
-        while not result.finished:
-            best = (result.paused or {}).get("best")
-            console.print(f"[bold]round {result.rounds}[/bold]: {result.candidates} candidates, "
-                          + (f"best {best['node']} {best['speedup']:.2f}x" if best
-                             and best.get("speedup") is not None else
-                             f"best {best['node']}" if best else "nothing verified yet"),
-                          highlight=False)
-            answer = typer.prompt("guidance", default="continue", show_default=False).strip()
-            if answer.lower() in ("show best", "best"):
-                if result.kernel_path:
-                    console.print(Path(result.kernel_path).read_text(), markup=False,
-                                  highlight=False)
-                else:
-                    console.print("no verified kernel yet")
-                continue
-            if answer.lower() in ("show tree", "tree"):
-                from kernelevolve.graph.inspect import render_tree
+        with _interruptible(session.run_dir):
+            result = session.run()
+            while not result.finished:
+                best = (result.paused or {}).get("best")
+                console.print(f"[bold]round {result.rounds}[/bold]: "
+                              f"{result.candidates} candidates, "
+                              + (f"best {best['node']} {best['speedup']:.2f}x" if best
+                                 and best.get("speedup") is not None else
+                                 f"best {best['node']}" if best else "nothing verified yet"),
+                              highlight=False)
+                answer = typer.prompt("guidance", default="continue", show_default=False).strip()
+                if answer.lower() in ("show best", "best"):
+                    if result.kernel_path:
+                        console.print(Path(result.kernel_path).read_text(), markup=False,
+                                      highlight=False)
+                    else:
+                        console.print("no verified kernel yet")
+                    continue
+                if answer.lower() in ("show tree", "tree"):
+                    from kernelevolve.graph.inspect import render_tree
 
-                run_rec, cands, _ = records_from_state(session.spec, session.values(),
-                                                       session.run_dir)
-                render_tree(run_rec, cands, console)
-                continue
-            if answer.lower() in ("help", "?"):
-                console.print(CHAT_HELP)
-                continue
-            result = session.run(answer)
+                    run_rec, cands, _ = records_from_state(session.spec, session.values(),
+                                                           session.run_dir)
+                    render_tree(run_rec, cands, console)
+                    continue
+                if answer.lower() in ("help", "?"):
+                    console.print(CHAT_HELP)
+                    continue
+                result = session.run(answer)
     render_tune_result(result, console)
     raise typer.Exit(0 if result.best_node is not None else 1)
 
@@ -220,7 +241,8 @@ def resume(
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
     with Session.open(run, on_event=printer) as session:
         err_console.print(f"[bold]resuming[/bold] {session.run_dir}", highlight=False)
-        result = session.run()
+        with _interruptible(session.run_dir):
+            result = session.run()
     _finish(result, out, json_out)
 
 

