@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import pytest
 
-from kernelevolve.config import LLMConfig, load_settings
+from kernelevolve.config import LLMConfig, StoreConfig, load_settings
 from kernelevolve.errors import ConfigError, LLMError
 from kernelevolve.graph.state import ErrorInfo, Knowledge, PromptState, Task
 from kernelevolve.llm import local
@@ -33,6 +33,7 @@ from kernelevolve.llm.local import (
 )
 from kernelevolve.problem import load_problem
 from tests.llm.scripted import ScriptedChatModel
+from tests.store.real_run import real_run
 
 REPO = Path(__file__).resolve().parents[2]
 PROBLEMS = REPO / "examples" / "problems"
@@ -203,7 +204,7 @@ def test_make_synthesizer_builds_the_local_one_without_starting_it(
     synth = make_synthesizer(settings, problem)
     assert isinstance(synth, LocalSynthesizer)
     assert synth.name == "local:qwen2.5-coder-0.5b" and synth.reads_knowledge
-    assert not synth.server.running and synth.examples
+    assert not synth.server.running and synth.examples and synth.store == settings.store
     synth.close()  # never started: nothing to stop
 
 
@@ -251,6 +252,36 @@ def test_worked_example_is_a_verified_kernel_of_the_nearest_class_never_the_own_
     assert ex6 is not None and ex6.name == "09_l2_normalize"  # the nearest row kernel
     assert worked_example(None, "13_attention", "") is None
     assert worked_example("elementwise", "x", ref03, examples_dir=tmp_path) is None
+
+
+def test_without_bundled_examples_the_worked_example_comes_from_earlier_runs(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # An installed package has no examples/ beside it: the run store's verified kernels of a
+    # related class stand in (here the real run of 03 on mtia-sim:2i, verified n0001 and n0003).
+    run = real_run(tmp_path_factory)
+    store = StoreConfig(path=run.home / "store.sqlite")
+    ref01 = (PROBLEMS / "01_gelu_sigmoid_bias.py").read_text()
+    ex = worked_example("elementwise", "01_gelu_sigmoid_bias", ref01, examples_dir=tmp_path,
+                        store=store)
+    assert ex is not None and ex.name == "03_leaky_relu_scale_clamp"
+    assert ex.source.startswith(f"run {run.spec.run_id} n000")
+    verified = {n.source for n in run.state["tree"].nodes.values() if n.ok}
+    assert ex.solution in verified and ex.solution == min(verified, key=len)
+    assert "class Model(nn.Module)" in ex.reference and "leaky_relu" in ex.reference
+    # Never the problem's own kernels, and none of an unrelated class.
+    ref03 = (PROBLEMS / "03_leaky_relu_scale_clamp.py").read_text()
+    assert worked_example("elementwise", "renamed", ref03, examples_dir=tmp_path,
+                          store=store) is None
+    assert worked_example("softmax", "04_row_softmax", "", examples_dir=tmp_path,
+                          store=store) is None
+    # No store yet: nothing, and no store file made by looking.
+    missing = StoreConfig(path=tmp_path / "none.sqlite")
+    assert worked_example("elementwise", "01", ref01, examples_dir=tmp_path,
+                          store=missing) is None
+    assert not (tmp_path / "none.sqlite").exists()
+    # With the bundled examples, those come first.
+    bundled = worked_example("elementwise", "01_gelu_sigmoid_bias", ref01, store=store)
+    assert bundled is not None and bundled.source.startswith("examples/")
 
 
 class _StubServer:

@@ -118,5 +118,5 @@ def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:
         return LLMSynthesizer.from_config(settings.llm)
     if use == "local" and local is not None:
         return LocalSynthesizer(local, settings.llm, examples=settings.search.retrieve,
-                                seed=settings.search.seed)
+                                seed=settings.search.seed, store=settings.store)
     return OfflineSynthesizer(problem, seed=settings.search.seed)

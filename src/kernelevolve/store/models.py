@@ -111,6 +111,7 @@ class KnownCandidate(_Record):
     operator_class: str | None = None
     params: dict[str, int] | None = None
     simulated: bool = False
+    reference_source: str = Field("", description="the reference program it was verified on")
 
 
 class RunExport(_Record):

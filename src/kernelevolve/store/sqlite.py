@@ -279,7 +279,8 @@ class RunStore:
         where = f"{where} AND" if where else "WHERE"
         rows = self._read(
             "SELECT c.run_id, c.node_id, c.code, c.speedup, c.latency_ms, c.params, r.target, "
-            "r.problem, r.problem_digest, r.operator_class, r.simulated FROM candidates c "
+            "r.problem, r.problem_digest, r.operator_class, r.simulated, r.reference_source "
+            "FROM candidates c "
             f"JOIN runs r ON r.run_id = c.run_id {where} c.status = 'ok' AND c.code IS NOT NULL "
             "ORDER BY c.speedup IS NULL, c.speedup DESC, c.latency_ms IS NULL, c.latency_ms, "
             "r.created DESC, c.run_id, c.node_id", args)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelevolve import prompts
+from kernelevolve.config import StoreConfig
 from kernelevolve.errors import KernelEvolveError
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class WorkedExample:
     operator_class: str | None
     reference: str  # the reference's Model class
     solution: str  # a candidate that passes the harness
+    source: str = ""  # where it comes from: "examples/<name>" or "run <run id> <node>"
 
 
 def _class_source(source: str, name: str) -> str:
@@ -62,24 +64,52 @@ def _catalogue(examples_dir: Path) -> tuple[WorkedExample, ...]:
         except KernelEvolveError:  # an example that does not load teaches nothing
             continue
         out.append(WorkedExample(solution.stem, cls, _class_source(ref, "Model"),
-                                 solution.read_text()))
+                                 solution.read_text(), f"examples/{solution.stem}"))
     return tuple(out)
 
 
+def _stored(store: StoreConfig, classes: tuple[str, ...]) -> list[WorkedExample]:
+    """Verified kernels of earlier runs (the run store) of these operator classes."""
+    from kernelevolve.store import open_store
+
+    path = store.resolved_path()
+    if str(path) != ":memory:" and not path.is_file():
+        return []  # no runs yet (and no store file made just to look)
+    out = []
+    with open_store(store) as runs:
+        for cls in classes:
+            out += [WorkedExample(k.problem, k.operator_class,
+                                  _class_source(k.reference_source, "Model"), k.code,
+                                  f"run {k.run_id} {k.node_id}")
+                    for k in runs.best_known(operator_class=cls, limit=20) if k.reference_source]
+    return out
+
+
 def worked_example(operator_class: str | None, problem_name: str, reference_source: str,
-                   examples_dir: Path = EXAMPLES_DIR) -> WorkedExample | None:
-    """A verified kernel of the nearest operator class, never the problem's own solution
-    (same name or same reference); None without examples or a related class."""
-    if not (examples_dir / "solutions").is_dir():
-        return None
+                   examples_dir: Path = EXAMPLES_DIR, store: StoreConfig | None = None
+                   ) -> WorkedExample | None:
+    """A verified kernel of the nearest operator class, never one of the problem itself (same
+    name or same reference); the shortest of that class, as short ones teach a small model
+    best. It comes from the bundled example solutions (a source checkout's ``examples/``), and
+    where they have none of a related class, from the verified kernels of earlier runs in the
+    run ``store``. None without either, or without a related class."""
+    classes = _NEIGHBOURS.get(operator_class or "", ())
     own = _class_source(reference_source, "Model").strip()
-    pool = [e for e in _catalogue(examples_dir.resolve())
-            if e.name != problem_name and e.reference.strip() != own]
-    for cls in _NEIGHBOURS.get(operator_class or "", ()):
-        same = [e for e in pool if e.operator_class == cls]
-        if same:
-            return min(same, key=lambda e: (len(e.solution), e.name))
-    return None
+
+    def pick(pool: list[WorkedExample]) -> WorkedExample | None:
+        pool = [e for e in pool if e.name != problem_name and e.reference.strip() != own]
+        for cls in classes:
+            same = [e for e in pool if e.operator_class == cls]
+            if same:
+                return min(same, key=lambda e: (len(e.solution), e.name))
+        return None
+
+    bundled = list(_catalogue(examples_dir.resolve())) \
+        if (examples_dir / "solutions").is_dir() else []
+    found = pick(bundled)
+    if found is None and store is not None and classes:
+        found = pick(_stored(store, classes))
+    return found
 
 
 def _signature(fn: ast.FunctionDef) -> str:

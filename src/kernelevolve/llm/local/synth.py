@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from kernelevolve import prompts
-from kernelevolve.config import LLMConfig
+from kernelevolve.config import LLMConfig, StoreConfig
 from kernelevolve.errors import LLMError
 from kernelevolve.graph.state import Draft, Knowledge, PromptState
 from kernelevolve.llm.chat import LLMSynthesizer
@@ -52,20 +52,21 @@ class LocalSynthesizer(LLMSynthesizer):
     """The LLM synthesizer on a local model it serves itself (``name``: ``local:<model>``).
 
     The server starts at the first request and stops at ``close()`` (or interpreter exit).
-    ``examples``: add a verified kernel of the nearest operator class to every prompt; ``seed``
+    ``examples``: add a verified kernel of the nearest operator class to every prompt (from the
+    bundled examples, else from earlier runs in the run ``store``); ``seed``
     makes the sampling reproducible; ``server`` (shared between synthesizers: its owner stops
     it, ``close()`` does not) and ``chat`` replace the ones built from ``cfg``.
     """
 
     def __init__(self, model: LocalModel, cfg: LLMConfig, *, examples: bool = True,
                  seed: int | None = None, server: LocalServer | None = None,
-                 chat: BaseChatModel | None = None) -> None:
+                 chat: BaseChatModel | None = None, store: StoreConfig | None = None) -> None:
         self.local = model
         self._cfg, self._seed, self._calls = cfg, seed, 0
         self._owns_server = server is None
         self.server = server or LocalServer(model_file(model, cfg.resolved_local_dir()),
                                             threads=cfg.local_threads, alias=model.name)
-        self.examples = examples
+        self.examples, self.store = examples, store
         super().__init__(chat or _local_chat(model, self.server.base_url, cfg, seed), model.name,
                          endpoint=self.server.base_url, provider="local",
                          retries=cfg.max_retries)
@@ -74,12 +75,13 @@ class LocalSynthesizer(LLMSynthesizer):
         """``ps`` with the worked example and the contract ahead of fewer, shorter passages."""
         aids: list[Knowledge] = []
         example = worked_example(ps.task.operator_class, ps.task.problem_name,
-                                 ps.task.reference_source) if self.examples else None
+                                 ps.task.reference_source, store=self.store) \
+            if self.examples else None
         if example is not None:
             aids.append(Knowledge(
                 title=f"Worked example: a verified candidate for another problem "
                       f"({example.name}, {example.operator_class})",
-                tier="examples", reason="local model", doc_id=f"examples/{example.name}",
+                tier="examples", reason="local model", doc_id=example.source,
                 text=prompts.render("local_example.j2", example=example).strip()))
         contract = contract_text(ps.task.reference_source)
         if contract:  # last of the aids: the model copies what it read most recently
