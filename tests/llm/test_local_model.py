@@ -25,9 +25,9 @@ import platformdirs
 import pytest
 
 from kernelevolve.config import Settings, load_settings
-from kernelevolve.graph.search import NO_CODE
+from kernelevolve.graph.search import NO_CODE, Node
 from kernelevolve.graph.session import Session, TuneResult
-from kernelevolve.graph.state import RunState
+from kernelevolve.graph.state import Draft, RunState
 from kernelevolve.llm.local import (
     MODELS,
     LocalServer,
@@ -114,23 +114,24 @@ def test_a_taken_port_moves_the_server_and_stopping_leaves_no_process(
     assert proc.poll() is not None and not srv.running
 
 
-def _settings(tmp_path: Path, repairs: int) -> Settings:
-    # Greedy sampling: the same replies on every machine, so the same path through the graph.
+def _settings(tmp_path: Path, repairs: int, max_tokens: int) -> Settings:
+    # Greedy sampling: the same replies run after run here, so the same path through the graph.
     return load_settings(
         search={"rounds": 1, "max_repairs": repairs, "max_reply_retries": 0,
                 "retrieve": False, "distill": False, "warm_start": 0},
         llm={"use": "local", "local_model": "0.5b", "temperature": 0.0,
-             "local_max_tokens": 640},
+             "local_max_tokens": max_tokens},
         eval={"n_input_sets": 2}, runs={"dir": str(tmp_path / "runs")})
 
 
-def _run(problem: str, server: LocalServer, tmp_path: Path, *, examples: bool, repairs: int
+def _run(problem: str, server: LocalServer, tmp_path: Path, *, examples: bool, repairs: int,
+         seeds: list[Draft] | None = None, max_tokens: int = 640
          ) -> tuple[TuneResult, RunState, dict[str, float]]:
-    settings = _settings(tmp_path, repairs)
+    settings = _settings(tmp_path, repairs, max_tokens)
     synth = LocalSynthesizer(SMALL, settings.llm, examples=examples, seed=0, server=server)
     before = server.metrics()
     with Session.create(PROBLEMS / f"{problem}.py", target="cpu", settings=settings,
-                        synthesizer=synth) as session:
+                        synthesizer=synth, seeds=seeds or []) as session:
         result = session.run()
         state = session.values()
     after = server.metrics()
@@ -139,53 +140,77 @@ def _run(problem: str, server: LocalServer, tmp_path: Path, *, examples: bool, r
     return result, state, delta
 
 
-def _check_plumbing(result: TuneResult, state: RunState, delta: dict[str, float],
-                    repairs: int) -> None:
-    tree = state["tree"]
-    nodes = [n for n in tree.nodes.values() if n.id != "root"]
+def _check_plumbing(result: TuneResult, state: RunState, delta: dict[str, float]) -> list[Node]:
+    """Every model-written candidate is one real request and its parsed reply, and the run's
+    token counts are the server's; returns those candidates."""
+    nodes = [n for n in state["tree"].nodes.values() if n.origin in ("coder", "debugger")]
     assert result.synthesizer == f"local:{SMALL.name}" and nodes
-    for node in nodes:  # every candidate is one real request and its parsed reply
+    for node in nodes:
         assert node.model == SMALL.name, node.id  # the name the server answered with
         assert node.prompt and node.reply and node.tokens > 0
         if node.source is not None:  # parsed from the reply: a whole file, or edits
             assert "class ModelNew" in node.reply or "SEARCH" in node.reply
-    # Token accounting is the server's: each streamed reply's usage, summed by the run.
+            assert node.evaluated
+        else:
+            assert node.status == NO_CODE and node.message
     assert result.usage.llm_calls == len(nodes)
     assert result.usage.completion_tokens == delta["llamacpp:tokens_predicted_total"]
     assert result.usage.prompt_tokens == delta["llamacpp:prompt_tokens_total"] + \
         delta.get("llamacpp:prompt_tokens_cached_total", 0.0)
-    first = tree.nodes["n0001"]
-    assert first.origin == "coder"
-    if repairs and first.evaluated and first.status not in ("ok", NO_CODE):
-        # The Debugger got it back, with why it failed.
-        repair = next(n for n in nodes if n.repair_of == "n0001")
-        assert repair.origin == "debugger" and repair.parent == first.parent
-        assert first.source is not None and first.source.strip()[:200] in (repair.prompt or "")
-        assert first.status in (repair.prompt or "")
-        assert "repair" in [e.kind.value for e in state["events"]]
-    elif first.ok:
-        assert result.best_node == "n0001"
-    if not repairs:
-        assert all(n.origin == "coder" for n in nodes)
+    return nodes
+
+
+def _check_repair(state: RunState, failed_id: str) -> Node:
+    """The Debugger got the failed candidate back, with why it failed, and asked the model."""
+    tree = state["tree"]
+    failed = tree.nodes[failed_id]
+    repair = next(n for n in tree.nodes.values() if n.repair_of == failed_id)
+    assert repair.origin == "debugger" and repair.parent == failed.parent
+    prompt = repair.prompt or ""
+    assert prompt.startswith("# Repair") and f"failed with status {failed.status}" in prompt
+    assert failed.source is not None and failed.source.strip()[:300] in prompt
+    assert f"The error: {failed.message.strip().splitlines()[0]}" in prompt
+    assert "repair" in [e.kind.value for e in state["events"]]
+    return repair
 
 
 @pytest.mark.timeout(420)
 def test_whole_graph_with_the_real_model_on_an_elementwise_chain(server: LocalServer,
                                                                 tmp_path: Path) -> None:
-    # With the worked example the 0.5B model copies it (greedy sampling, every time): a
-    # candidate with the wrong constructor, which the Debugger then gets.
+    # The Coder's request carries the worked example and the contract; what the model makes
+    # of them varies, and each outcome has its path.
     result, state, delta = _run("03_leaky_relu_scale_clamp", server, tmp_path, examples=True,
                                 repairs=1)
-    _check_plumbing(result, state, delta, repairs=1)
+    nodes = _check_plumbing(result, state, delta)
     first = state["tree"].nodes["n0001"]
+    assert first.origin == "coder"
     assert "### Worked example" in (first.prompt or "")
     assert "### The exact contract of this task" in (first.prompt or "")
+    if first.ok:
+        assert result.best_node == "n0001" and len(nodes) == 1
+    elif first.status != NO_CODE:
+        _check_repair(state, "n0001")
+    else:
+        assert len(nodes) == 1  # nothing to repair: the Planner moved on
 
 
 @pytest.mark.timeout(420)
-def test_whole_graph_with_the_real_model_on_rmsnorm(server: LocalServer, tmp_path: Path) -> None:
-    result, state, delta = _run("06_rmsnorm", server, tmp_path, examples=False, repairs=0)
-    _check_plumbing(result, state, delta, repairs=0)
+def test_the_debugger_round_trip_with_the_real_model_on_rmsnorm(server: LocalServer,
+                                                               tmp_path: Path) -> None:
+    # A warm-start kernel from an earlier run that no longer compiles (a misspelt name) is
+    # verified first, fails, and goes to the Debugger, whose request the real model answers.
+    solution = (REPO / "examples" / "solutions" / "06_rmsnorm.py").read_text()
+    broken = solution.replace("/ n_cols + eps)", "/ n_cols + epsilon)", 1)
+    assert broken != solution
+    seed = Draft(source=broken, origin="seed", intent="warm start: n0004 of an earlier run")
+    result, state, delta = _run("06_rmsnorm", server, tmp_path, examples=False, repairs=1,
+                                seeds=[seed], max_tokens=1280)
+    seeded = state["tree"].nodes["n0001"]
+    assert seeded.origin == "seed" and seeded.model == "" and not seeded.ok
+    assert "epsilon" in seeded.message + seeded.stderr_tail
+    repair = _check_repair(state, "n0001")
+    assert _check_plumbing(result, state, delta) == [repair]  # one request: the repair
+    assert "epsilon" in (repair.prompt or "")
 
 
 def _server_of(cli: subprocess.Popen[str], model: Path, timeout_s: float) -> int:
