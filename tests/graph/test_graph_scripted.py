@@ -75,6 +75,24 @@ def test_compile_error_is_repaired_by_the_debugger(tmp_path: Path) -> None:
     assert result.best_node == "n0002" and "verified kernel found" in (result.stop_reason or "")
 
 
+def test_a_repair_that_returns_the_failed_code_unchanged_is_not_evaluated(tmp_path: Path
+                                                                          ) -> None:
+    echo = "The kernel looks right to me as it is:\n" + reply("compile_error").split("\n", 1)[1]
+    chat = ScriptedChatModel([reply("compile_error"), echo, reply("good_block256")])
+    with Session.create(PROBLEM, target="cpu", settings=settings(tmp_path),
+                        synthesizer=LLMSynthesizer(chat, "scripted-coder")) as session:
+        result = session.run()
+        state = session.values()
+    tree = state["tree"]
+    echoed = tree.nodes["n0002"]
+    assert echoed.origin == "debugger" and echoed.repair_of == "n0001"
+    assert echoed.status == "no_code" and "unchanged" in echoed.message
+    assert echoed.result_json is None and echoed.source is None  # never sent to the harness
+    evaluated = [e.node_id for e in state["events"] if e.kind == EventKind.evaluate]
+    assert evaluated == ["n0001", "n0003"]
+    assert tree.nodes["n0003"].origin == "coder" and result.best_node == "n0003"
+
+
 def test_cheating_kernel_is_rejected_and_the_debugger_is_told_why(tmp_path: Path) -> None:
     result, state, chat = run(tmp_path, ["cheat_torch", "good_block256"])
     tree = state["tree"]

@@ -1,5 +1,7 @@
 """Debugger: repairs a failed candidate from its status, message and stderr, with the debugging
-knowledge retrieved for that error; bounded by ``search.max_repairs`` per lineage."""
+knowledge retrieved for that error; bounded by ``search.max_repairs`` per lineage. A reply
+without code, or one that returns the failed candidate unchanged, is recorded as a node that
+produced nothing (not evaluated), and the Planner moves on."""
 
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ def repair(state: RunState, deps: Deps) -> dict[str, Any]:
     ps = prompt_state({**state, "knowledge": knowledge}, repair=True)
     draft = deps.synthesizer.repair(ps).model_copy(update={
         "origin": "debugger", "repair_of": error.node_id, "attempt": 0})
+    if draft.source is not None and error.source is not None \
+            and draft.source.strip() == error.source.strip():
+        # Evaluating it again would only fail again (small models often echo the input).
+        draft = draft.model_copy(update={
+            "source": None, "problem": "the reply returned the failed candidate unchanged"})
     usage = spend(deps.tick(state["usage"]), draft)
     out: dict[str, Any] = {"draft": draft, "usage": usage, "knowledge": knowledge}
     if draft.source is None:
