@@ -268,3 +268,31 @@ def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tm
     run_dirs = list((tmp_path / "home" / "runs").iterdir())
     assert len(run_dirs) == 1 and (run_dirs[0] / "checkpoints.sqlite").is_file()
     assert str(run_dirs[0]) in output  # printed first: where to resume from
+
+
+@pytest.mark.timeout(120)
+def test_llm_serve_answers_until_ctrl_c_then_stops_its_server(small_model: Path,
+                                                              tmp_path: Path) -> None:
+    env = {**os.environ, "KERNELEVOLVE_LLM__LOCAL_DIR": str(small_model.parent)}
+    cli = subprocess.Popen([sys.executable, "-m", "kernelevolve.cli", "llm", "serve", "--model",
+                            "0.5b", "--threads", "1"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert cli.stdout is not None
+        base_url = cli.stdout.readline().strip()  # printed once the model answers
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), \
+            cli.communicate()
+        with urllib.request.urlopen(f"{base_url}/models", timeout=10) as resp:
+            assert SMALL.name in resp.read().decode()
+        kids = children(cli.pid)
+        assert kids
+        os.kill(cli.pid, signal.SIGINT)
+        _, err = cli.communicate(timeout=30)
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)
+            cli.wait()
+    assert cli.returncode == 0 and "stopping" in err, err
+    assert not any(map(alive, kids))
+    with pytest.raises(OSError):  # nothing listens there any more
+        urllib.request.urlopen(f"{base_url}/models", timeout=5)
