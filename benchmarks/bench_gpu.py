@@ -29,13 +29,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wall", type=float, default=90.0, help="wall budget per problem (s)")
     p.add_argument("--shard", default="0/1")
     p.add_argument("--merge", action="store_true")
+    p.add_argument("--llm", default="offline",
+                   help="the synthesizer, as `tune --llm` takes it (default: offline)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
     import torch
     import triton
 
-    from kernelevolve.bench import ProblemOutcome, markdown, problem_files, summarize
+    from kernelevolve.bench import (
+        ProblemOutcome,
+        markdown,
+        problem_files,
+        summarize,
+        synthesizers,
+    )
     from kernelevolve.config import load_settings
     from kernelevolve.targets import get_target
 
@@ -47,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         report = summarize(
             outcomes, problems_dir=str(args.problems), target=args.target,
             timed=target.timed if target else True,
-            simulated=target.simulated if target else False, synthesizer="offline",
+            simulated=target.simulated if target else False, synthesizer=synthesizers(outcomes),
             rounds=shards[0]["rounds"], wall_s=max(s["wall_s"] for s in shards))
         meta = {"shards": [s["meta"] for s in shards]}
         (args.out / "bench.json").write_text(json.dumps(
@@ -62,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     index, count = (int(x) for x in args.shard.split("/"))
     files = problem_files(args.problems)[index::count]
     settings = load_settings(search={"rounds": args.rounds, "wall_s": args.wall,
-                                     "retrieve": False, "distill": False, "warm_start": 0})
+                                     "retrieve": False, "distill": False, "warm_start": 0},
+                             llm={"model": args.llm})
     from kernelevolve.bench import bench_one
 
     meta = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
