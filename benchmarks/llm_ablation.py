@@ -84,6 +84,22 @@ def run_one(problem: Path, kb: bool, debugger: bool, args: argparse.Namespace, s
     }
 
 
+# How far a candidate got, from nothing to verified (statuses of kernelevolve's harness).
+STAGES = {"no_code": "no code", "compile_error": "did not compile", "runtime_error": "raised",
+          "crash": "raised", "timeout": "raised", "cheat": "refused as cheat",
+          "mismatch": "wrong output", "ok": "verified"}
+STAGE_ORDER = ["no code", "did not compile", "raised", "refused as cheat", "wrong output",
+               "verified"]
+
+
+def stages(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out = dict.fromkeys(STAGE_ORDER, 0)
+    for r in rows:
+        for status, n in r.get("statuses", {}).items():
+            out[STAGES.get(status, "raised")] += n
+    return out
+
+
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for name, _, _ in CONFIGS:
@@ -100,6 +116,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 sum(r["rounds_to_first_verified"] for r in ok) / len(ok), 2) if ok else None,
             "llm_calls": sum(r["llm_calls"] for r in done),
             "wall_s": round(sum(r["wall_s"] for r in done), 1),
+            "stages": stages(done),
         })
     return out
 
@@ -116,11 +133,12 @@ def markdown(report: dict[str, Any]) -> str:
              f"- machine load (1-min load average) at start / end: {report['load'][0]} / "
              f"{report['load'][1]}", f"- total wall time: {report['wall_s']:.0f} s", "",
              "| config | runs | verified runs | mean rounds to first verified | LLM calls | "
-             "wall s |", "|---|---|---|---|---|---|"]
-    for s in report["summary"]:
+             "wall s | candidates: " + " / ".join(STAGE_ORDER) + " |",
+             "|---|---|---|---|---|---|---|"]
+    for s in summarise(report["runs"]):
         lines.append(f"| {s['config']} | {s['runs']} | {s['verified_runs']} | "
                      f"{s['mean_rounds_to_first_verified'] or '-'} | {s['llm_calls']} | "
-                     f"{s['wall_s']} |")
+                     f"{s['wall_s']} | {' / '.join(str(v) for v in s['stages'].values())} |")
     lines += ["", "| problem | config | verified | rounds to first | calls | tokens in/out | "
               "statuses | wall s |", "|---|---|---|---|---|---|---|---|"]
     for r in report["runs"]:
@@ -150,7 +168,13 @@ def main() -> None:
     ap.add_argument("--kb-path", type=Path, default=None,
                     help="an indexed knowledge base (default: one indexed in the run's home)")
     ap.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.md")
+    ap.add_argument("--render", action="store_true",
+                    help="only write OUT.md again from OUT.json (a finished ablation)")
     args = ap.parse_args()
+    if args.render:
+        args.out.with_suffix(".md").write_text(
+            markdown(json.loads(args.out.with_suffix(".json").read_text())))
+        return
 
     from kernelevolve.config import LLMConfig
     from kernelevolve.llm.local import CONTEXT_TOKENS, MODELS, LocalServer, install, model_file
