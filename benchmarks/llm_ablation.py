@@ -153,6 +153,10 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _out(out: Path, suffix: str) -> Path:
+    return out.with_name(out.name + suffix)  # "..._1.5b" keeps its ".5b"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="0.5b", choices=["0.5b", "1.5b"])
@@ -172,8 +176,8 @@ def main() -> None:
                     help="only write OUT.md again from OUT.json (a finished ablation)")
     args = ap.parse_args()
     if args.render:
-        args.out.with_suffix(".md").write_text(
-            markdown(json.loads(args.out.with_suffix(".json").read_text())))
+        _out(args.out, ".md").write_text(
+            markdown(json.loads(_out(args.out, ".json").read_text())))
         return
 
     from kernelevolve.config import LLMConfig
@@ -222,8 +226,8 @@ def main() -> None:
         "summary": summarise(rows), "runs": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(report))
+    _out(args.out, ".json").write_text(json.dumps(report, indent=1) + "\n")
+    _out(args.out, ".md").write_text(markdown(report))
     print(markdown(report))
 
 
