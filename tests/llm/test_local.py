@@ -235,6 +235,7 @@ class Model(nn.Module):
     text = contract_text(source)
     assert "it keeps scale" in text and "`sigmoid`: `1.0 / (1.0 + tl.exp(-x))`" in text
     assert "Pass what it uses at launch: `self.scale` as arguments" in text
+    assert "there is no `tl.pointer` type" in text
     assert "view" not in text.split("computes with", 1)[1].split(".")[0]
     assert contract_text("not python (") == ""
 
