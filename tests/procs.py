@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+# `kernelevolve` with SIGINT handled as in a terminal. A test runner started in the background
+# (`cmd &` in a shell without job control, as CI systems may) passes SIGINT on ignored, and
+# Python then leaves it ignored: Ctrl-C could not be tested.
+CLI = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, "
+       "signal.default_int_handler); from kernelevolve.cli import main; main()"]
 
 
 def children(pid: int) -> list[int]:

@@ -15,7 +15,7 @@ import pytest
 
 from kernelevolve.config import load_settings
 from kernelevolve.graph.session import Session
-from tests.procs import alive, children
+from tests.procs import CLI, alive, children
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
@@ -76,7 +76,7 @@ def test_ctrl_c_stops_a_run_and_says_how_to_resume(tmp_path: Path) -> None:
     # while the harness evaluates the first candidate: exit 130, the way on, no worker left.
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelevolve.cli", "tune", str(PROBLEM), "--target", "cpu",
+        [*CLI, "tune", str(PROBLEM), "--target", "cpu",
          "--llm", "offline", "--no-kb", "--run-dir", str(run_dir)],
         env={**_env(tmp_path), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

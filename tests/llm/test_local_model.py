@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -38,7 +37,7 @@ from kernelevolve.llm.local import (
     is_installed,
     model_file,
 )
-from tests.procs import alive, children
+from tests.procs import CLI, alive, children
 
 pytestmark = pytest.mark.llm
 
@@ -233,7 +232,7 @@ def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tm
     env.pop("KERNELEVOLVE_LLM__MODEL", None)
     env.pop("KERNELEVOLVE_LLM__USE", None)
     cli = subprocess.Popen(
-        [sys.executable, "-m", "kernelevolve.cli", "tune", str(PROBLEMS / "06_rmsnorm.py"),
+        [*CLI, "tune", str(PROBLEMS / "06_rmsnorm.py"),
          "--target", "cpu", "--rounds", "2", "--no-kb", "--out", str(tmp_path / "best.py")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
@@ -269,7 +268,7 @@ def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tm
 def test_llm_serve_answers_until_ctrl_c_then_stops_its_server(small_model: Path,
                                                               tmp_path: Path) -> None:
     env = {**os.environ, "KERNELEVOLVE_LLM__LOCAL_DIR": str(small_model.parent)}
-    cli = subprocess.Popen([sys.executable, "-m", "kernelevolve.cli", "llm", "serve", "--model",
+    cli = subprocess.Popen([*CLI, "llm", "serve", "--model",
                             "0.5b", "--threads", "1"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
