@@ -22,7 +22,7 @@ from rich.table import Table
 
 from kernelevolve import __version__
 from kernelevolve.config import Settings, load_settings
-from kernelevolve.errors import ConfigError, KernelEvolveError, LLMError, TargetError
+from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
 from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
 
@@ -132,7 +132,7 @@ def bench_one(path: Path, *, target: str, settings: Settings,
     start = time.monotonic()
     try:
         result = tune(path, target=target, settings=settings, on_event=on_event)
-    except (ConfigError, TargetError, LLMError):
+    except (ConfigError, TargetError):
         raise  # wrong for every problem: stop the benchmark
     except KernelEvolveError as exc:  # this problem only: record why and go on
         return ProblemOutcome(problem=path.stem, path=str(path), correct=False,

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelevolve import prompts
 from kernelevolve.config import StoreConfig
 from kernelevolve.errors import KernelEvolveError
-
-log = logging.getLogger(__name__)
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[4] / "examples"  # a source checkout's examples
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
-import logging
 import os
 import re
 import subprocess
@@ -22,8 +21,6 @@ from typing import IO
 
 from kernelevolve.config import LLMConfig
 from kernelevolve.errors import ConfigError, LLMError
-
-log = logging.getLogger(__name__)
 
 XLLAMACPP = "xllamacpp>=2026.10"  # the server API and n-gram speculation used here
 
