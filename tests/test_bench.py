@@ -91,3 +91,34 @@ def test_figures_on_a_timed_target() -> None:
     sim = summarize(outcomes[:1], problems_dir="p", target="mtia-sim:2i", timed=True,
                     simulated=True, synthesizer="offline", rounds=4)
     assert "(simulated)" in markdown(sim) and sim.speed_note.startswith("simulated")
+
+
+def test_an_internal_error_on_one_problem_costs_that_problem_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A bug of ours that raises out of one problem's tune (once: the Coder's render) must not end
+    # the benchmark: the problem is recorded with the error, and the next one runs.
+    import kernelevolve.graph.session as session
+    from kernelevolve.bench import run_bench
+
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    for name in ("01_gelu_sigmoid_bias", "03_leaky_relu_scale_clamp"):
+        shutil.copy(PROBLEMS / f"{name}.py", problems)
+    real_tune = session.tune
+
+    def tune(path, **kwargs):
+        if Path(path).stem.startswith("01_"):
+            raise ValueError("zip() argument 2 is longer than argument 1")
+        return real_tune(path, **kwargs)
+
+    monkeypatch.setattr(session, "tune", tune)
+    monkeypatch.setenv("KERNELEVOLVE_HOME", str(tmp_path / "home"))
+    from kernelevolve.config import load_settings
+
+    settings = load_settings(search={"retrieve": False, "distill": False, "warm_start": 0},
+                             eval={"n_input_sets": 2})
+    report = run_bench(problems, target="cpu", rounds=1, settings=settings)
+    broken, fine = report.problems
+    assert not broken.correct and broken.reason.startswith("internal error (please report it)")
+    assert "ValueError: zip() argument 2" in broken.reason
+    assert fine.correct and report.n_correct == 1

@@ -65,7 +65,9 @@ def test_every_example_problem_loads():
 
 def test_size_override_follows_into_derived_values(tmp_path):
     problem = parse_problem(write(tmp_path, GOOD))
-    assert problem.sizes == {"rows": 64, "dim": 1}  # computed sizes are not overridable
+    # Literal arithmetic (cols = 4 * 32) is a size; sizes computed from names follow their
+    # sources and are not overridable themselves.
+    assert problem.sizes == {"rows": 64, "cols": 128, "dim": 1}
     module, model, init = problem.instantiate({"rows": 10})
     assert module.hidden == 20
     (x,) = module.get_inputs()

@@ -10,6 +10,7 @@ reason. On an untimed target (cpu) the speed figures are None ("not timed"); on 
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
 
 FAST_P = (1.0, 1.5)
+log = logging.getLogger(__name__)
 
 
 class ProblemOutcome(BaseModel):
@@ -137,6 +139,12 @@ def bench_one(path: Path, *, target: str, settings: Settings,
     except KernelEvolveError as exc:  # this problem only: record why and go on
         return ProblemOutcome(problem=path.stem, path=str(path), correct=False,
                               reason=f"{type(exc).__name__}: {exc}",
+                              wall_s=time.monotonic() - start)
+    except Exception as exc:  # a bug of ours on this file: it costs this problem, not the bench
+        log.exception("bench: tuning %s failed inside kernelevolve", path)
+        return ProblemOutcome(problem=path.stem, path=str(path), correct=False,
+                              reason=f"internal error (please report it): "
+                                     f"{type(exc).__name__}: {exc}",
                               wall_s=time.monotonic() - start)
     timing = result.best_result.timing if result.best_result else None
     reason = "" if result.ok else (f"no verified kernel in {result.candidates} candidate(s): "

@@ -155,9 +155,15 @@ def tune(
                         on_event=printer) as session:
         err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
                           f"{session.deps.synthesizer.name})", highlight=False)
+        _say_synthesizer(session)
         with _interruptible(session.run_dir):
             result = session.run()
     _finish(result, out if out is not None else Path(f"{Path(problem).stem}_tuned.py"), json_out)
+
+
+def _say_synthesizer(session: Any) -> None:
+    err_console.print(f"[dim]synthesizer {session.spec.synthesizer}: "
+                      f"{session.spec.synthesizer_reason}[/dim]", highlight=False)
 
 
 CHAT_HELP = ("Type guidance in plain words (it lands in every later prompt), or: "
@@ -510,11 +516,11 @@ def main() -> None:
         err_console.print("Aborted.")
         sys.exit(130)
     except Exception as exc:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+        # typer >= 0.25 vendors click as typer._click, so match the class by name: a usage
+        # error from either click prints its usage line and message and exits 2.
+        if any(cls.__name__ == "ClickException" for cls in type(exc).__mro__):
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         raise
 
 

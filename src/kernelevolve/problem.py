@@ -30,22 +30,57 @@ ALLOWED_OPS_NAME = "KERNELEVOLVE_ALLOWED_OPS"
 MIN_SCALABLE_SIZE = 8
 
 
-def _int_assignments(tree: ast.Module) -> list[tuple[ast.Assign, list[str], int]]:
-    """Top-level ``name = <int>`` statements, chained ones (``height = width = 128``) included."""
-    found = []
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and all(isinstance(t, ast.Name) for t in node.targets)
-            and isinstance(node.value, ast.Constant)
-            and type(node.value.value) is int
-        ):
-            found.append((node, [t.id for t in node.targets], node.value.value))  # type: ignore[attr-defined]
-    return found
+_INT_OPS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b if 0 <= b <= 64 else None,
+    ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None,
+}
+
+
+def _int_value(node: ast.expr) -> int | None:
+    """A literal int, or arithmetic on literal ints (``1024 * 2``, ``2 ** 14``, ``-1``)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_value(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        left, right = _int_value(node.left), _int_value(node.right)
+        if left is None or right is None or (right == 0 and isinstance(node.op, ast.FloorDiv)):
+            return None
+        return _INT_OPS[type(node.op)](left, right)
+    return None
+
+
+def _size_slots(stmt: ast.stmt) -> tuple[list[str], list[tuple[int | None, int]]] | None:
+    """The sizes one top-level statement sets: its target names and, per slot, (index in a
+    tuple or None, value). ``batch = 16``, ``height = width = 128``, ``M = 1024 * 2`` and
+    ``input_shape = (3, 224, 224)`` (one size per element) set sizes; anything else none."""
+    if not (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)):
+        return None
+    names = [t.id for t in stmt.targets]  # type: ignore[attr-defined]
+    value = _int_value(stmt.value)
+    if value is not None:
+        return names, [(None, value)]
+    if isinstance(stmt.value, ast.Tuple) and stmt.value.elts:
+        values = [_int_value(e) for e in stmt.value.elts]
+        if all(v is not None for v in values):
+            return names, [(i, v) for i, v in enumerate(values)]  # type: ignore[misc]
+    return None
+
+
+def _slot_name(name: str, index: int | None) -> str:
+    return name if index is None else f"{name}[{index}]"
 
 
 def _top_level_int_sizes(tree: ast.Module) -> dict[str, int]:
-    return {name: value for _, names, value in _int_assignments(tree) for name in names}
+    sizes: dict[str, int] = {}
+    for stmt in tree.body:
+        found = _size_slots(stmt)
+        if found is not None:
+            names, slots = found
+            sizes.update({_slot_name(n, i): v for n in names for i, v in slots})
+    return sizes
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
@@ -61,17 +96,24 @@ def _defined_names(tree: ast.Module) -> set[str]:
 
 
 def _rewrite_sizes(tree: ast.Module, sizes: Mapping[str, int]) -> ast.Module:
-    """Replace the values of overridden sizes; a chained assignment is split into one per name."""
-    for node, names, value in _int_assignments(tree):
-        if not any(n in sizes for n in names):
+    """Replace the values of overridden sizes (an expression by its new value, a tuple element
+    by element); a chained assignment is split into one per name."""
+    for stmt in list(tree.body):
+        found = _size_slots(stmt)
+        if found is None:
             continue
-        new_nodes = [
-            ast.copy_location(
-                ast.Assign(targets=[ast.Name(n, ast.Store())],
-                           value=ast.Constant(int(sizes.get(n, value)))), node)
-            for n in names
-        ]
-        i = tree.body.index(node)
+        names, slots = found
+        if not any(_slot_name(n, i) in sizes for n in names for i, _ in slots):
+            continue
+        new_nodes = []
+        for n in names:
+            values: list[ast.expr] = [ast.Constant(int(sizes.get(_slot_name(n, i), v)))
+                                      for i, v in slots]
+            value: ast.expr = (values[0] if slots[0][0] is None
+                               else ast.Tuple(elts=values, ctx=ast.Load()))
+            new_nodes.append(ast.copy_location(
+                ast.Assign(targets=[ast.Name(n, ast.Store())], value=value), stmt))
+        i = tree.body.index(stmt)
         tree.body[i:i + 1] = new_nodes
     return ast.fix_missing_locations(tree)
 
@@ -143,20 +185,105 @@ class Problem:
             params = 0
         return params + sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
 
+    def rejects(self, sizes: Mapping[str, int] | None = None) -> str | None:
+        """Why the problem's own code refuses ``sizes``: ``Model(*get_init_inputs())``,
+        ``get_inputs()`` and the forward, run on the meta device (no memory, no compute). None
+        when it accepts them, or cannot tell (an op without a meta kernel, data-dependent
+        code): the real run decides then."""
+        try:
+            module = self.module(sizes)
+            with torch.device("meta"), torch.no_grad():
+                model = module.Model(*module.get_init_inputs())
+                model(*module.get_inputs())
+        except ProblemError as exc:
+            return str(exc)
+        except NotImplementedError:
+            return None
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            return None if "meta" in text.lower() else text.splitlines()[0]
+        return None
+
     def shrink_sizes(self, max_elements: int) -> dict[str, int]:
         """Sizes at which inputs and parameters hold at most ``max_elements``: the largest
-        scalable size is halved until they fit (sizes below MIN_SCALABLE_SIZE stay, so a problem
-        may not fit)."""
+        scalable size the problem accepts halved is halved, until they fit (sizes below
+        MIN_SCALABLE_SIZE stay, so a problem may not fit)."""
         sizes = dict(self.sizes)
         for _ in range(200):
             if self.input_elements(sizes) <= max_elements:
                 return sizes
-            scalable = {k: v for k, v in sizes.items() if v > MIN_SCALABLE_SIZE}
+            scalable = sorted((k for k, v in sizes.items() if v > MIN_SCALABLE_SIZE),
+                              key=lambda k: -sizes[k])
             if not scalable:
                 break
-            name = max(scalable, key=lambda k: scalable[k])
-            sizes[name] = max(MIN_SCALABLE_SIZE, sizes[name] // 2)
+            # The largest alone first; then the sizes equal to it together, then all of them
+            # (a broadcast that needs two sizes equal, a ratio the constructor checks). A
+            # halving the problem refuses is skipped.
+            top = sizes[scalable[0]]
+            tries = [[k] for k in scalable] + [[k for k in scalable if sizes[k] == top],
+                                               scalable]
+            for names in tries:
+                smaller = {**sizes, **{k: max(MIN_SCALABLE_SIZE, sizes[k] // 2) for k in names}}
+                if self.rejects(smaller) is None:
+                    sizes = smaller
+                    break
+            else:
+                break
         return sizes
+
+    def other_sizes(self, base: Mapping[str, int]) -> tuple[dict[str, int] | None, str]:
+        """Sizes other than ``base`` that the problem accepts, for the other-shapes check: the
+        first of :func:`size_families` its code does not refuse, and a line saying what was
+        tried. None when no size can change, or the problem refuses every family."""
+        families = size_families(base)
+        if not families:
+            return None, (f"no size of this problem can change (its sizes {dict(base)} are all "
+                          f"<= {MIN_SCALABLE_SIZE}: axis indices, kernel sizes)")
+        refusals = []
+        for sizes in families:
+            why = self.rejects(sizes)
+            if why is None:
+                return sizes, ""
+            refusals.append(f"{sizes}: {why}")
+        return None, (f"the problem refuses every other size tried ({len(families)}), e.g. "
+                      f"{refusals[0]}")
+
+
+def size_families(base: Mapping[str, int]) -> list[dict[str, int]]:
+    """Other sizes to check at, most telling first, all different from ``base``:
+
+    1. each scalable size moved to a nearby odd number (catches missing masks and hard-wired
+       shapes) — :func:`perturbed_sizes`;
+    2. the same, but a size stays a multiple of the small sizes that divide it (a channel count
+       divisible by a group count: ``features = 64, num_groups = 8`` -> 40 or 56);
+    3. every scalable size scaled by the same exact factor (3/4, 1/2, 5/4), which keeps their
+       ratios and their divisibility by each other (``embed_dim % num_heads``).
+    """
+    out: list[dict[str, int]] = []
+
+    def add(sizes: dict[str, int]) -> None:
+        if sizes != dict(base) and sizes not in out:
+            out.append(sizes)
+
+    scalable = {k: v for k, v in base.items() if v > MIN_SCALABLE_SIZE}
+    if not scalable:
+        return out
+    for variant in range(3):
+        add(perturbed_sizes(base, variant))
+    small = [v for v in base.values() if 1 < v <= MIN_SCALABLE_SIZE]
+    for factor in (0.75, 1.25):
+        sizes = dict(base)
+        for name, value in scalable.items():
+            step = math.lcm(*[u for u in small if value % u == 0] or [1])
+            k = max(1, round(value * factor / step)) | 1
+            if k * step == value:
+                k += 2
+            sizes[name] = k * step
+        add(sizes)
+    for num, den in ((3, 4), (1, 2), (5, 4)):
+        if all(v % den == 0 and v * num // den > MIN_SCALABLE_SIZE for v in scalable.values()):
+            add({**base, **{k: v * num // den for k, v in scalable.items()}})
+    return out
 
 
 def perturbed_sizes(sizes: Mapping[str, int], variant: int = 0) -> dict[str, int]:

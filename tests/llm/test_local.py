@@ -16,10 +16,10 @@ from typing import IO, Any
 import pytest
 
 from kernelevolve.config import LLMConfig, StoreConfig, load_settings
-from kernelevolve.errors import ConfigError, LLMError
+from kernelevolve.errors import ConfigError, LLMError, SynthesisError
 from kernelevolve.graph.state import ErrorInfo, Knowledge, PromptState, Task
 from kernelevolve.llm import local
-from kernelevolve.llm.factory import OfflineSynthesizer, make_synthesizer
+from kernelevolve.llm.factory import make_synthesizer
 from kernelevolve.llm.local import (
     MODELS,
     LocalModel,
@@ -165,28 +165,53 @@ def _install_fake(cfg: LLMConfig, key: str = "0.5b") -> None:
         f.truncate(MODELS[key].size)
 
 
-def test_choice_order_endpoint_then_local_then_offline(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_choice_order_endpoint_then_offline_where_it_covers_then_local(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local.synth, "server_available", lambda: True)
     cfg = LLMConfig(local_dir=tmp_path)
-    assert choose(cfg) == ("offline", None)
-    assert choose(cfg.model_copy(update={"model": "gpt-4o-mini"})) == ("endpoint", None)
+    covered = lambda: None  # noqa: E731 (the offline templates cover the operator)
+    not_covered = lambda: "fx trace found aten op 'triu' which no template covers"  # noqa: E731
+    assert choose(cfg, not_covered)[:2] == ("offline", None)
+    assert choose(cfg.model_copy(update={"model": "gpt-4o-mini"}))[:2] == ("endpoint", None)
     _install_fake(cfg)
-    assert choose(cfg) == ("local", MODELS["0.5b"])
-    assert choose(cfg.model_copy(update={"model": "gpt-4o-mini"}))[0] == "endpoint"
+    # An installed local model does not take over what the templates write (the README's main
+    # job once took 15 minutes with the 1.5B and verified nothing): per operator.
+    use, model, why = choose(cfg, covered)
+    assert (use, model) == ("offline", None) and "templates cover this operator" in why
+    use, model, why = choose(cfg, not_covered)
+    assert (use, model) == ("local", MODELS["0.5b"]) and "'triu'" in why
+    assert choose(cfg.model_copy(update={"model": "gpt-4o-mini"}), covered)[0] == "endpoint"
     # The user says otherwise: llm.use, or --llm offline / local / local:<size>.
-    assert choose(cfg.model_copy(update={"use": "offline"}))[0] == "offline"
+    assert choose(cfg.model_copy(update={"use": "offline"}), not_covered)[0] == "offline"
     assert choose(cfg.model_copy(update={"model": "offline"}))[0] == "offline"
-    assert choose(cfg.model_copy(update={"model": "local"})) == ("local", MODELS["0.5b"])
+    assert choose(cfg.model_copy(update={"model": "local"}), covered)[:2] == \
+        ("local", MODELS["0.5b"])
     assert choose(cfg.model_copy(update={"model": "local:0.5b", "use": "endpoint"}))[0] == \
         "local"
     with pytest.raises(LLMError, match="install-local --model 1.5b"):
         choose(cfg.model_copy(update={"model": "local:1.5b"}))
     with pytest.raises(ConfigError, match="unknown local model"):
         choose(cfg.model_copy(update={"model": "local:7b"}))
-    # Installed, but no server package: auto falls back to offline.
+    # Installed, but no server package: auto falls back to offline, and says why.
     monkeypatch.setattr(local.synth, "server_available", lambda: False)
-    assert choose(cfg) == ("offline", None)
+    use, _, why = choose(cfg, not_covered)
+    assert use == "offline" and "xllamacpp" in why
+
+
+def test_the_main_job_keeps_the_offline_synthesizer_with_a_local_model_installed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelevolve.llm.factory import choose_synthesizer
+
+    monkeypatch.setattr(local.synth, "server_available", lambda: True)
+    settings = load_settings(llm={"local_dir": str(tmp_path)})
+    _install_fake(settings.llm)
+    main_job = Path(__file__).resolve().parents[2] / "examples" / "problems" / \
+        "03_leaky_relu_scale_clamp.py"
+    synth, why = choose_synthesizer(settings, load_problem(main_job))
+    assert synth.name == "offline" and "cover this operator" in why
+    hashing = main_job.with_name("14_feature_hashing.py")
+    synth, why = choose_synthesizer(settings, load_problem(hashing))
+    assert synth.name.startswith("local:") and "does not cover" in why
 
 
 def test_use_local_without_a_model_names_the_install_command(tmp_path: Path) -> None:
@@ -198,8 +223,9 @@ def test_make_synthesizer_builds_the_local_one_without_starting_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local.synth, "server_available", lambda: True)
     settings = load_settings(llm={"local_dir": str(tmp_path)})
-    problem = load_problem(PROBLEMS / "03_leaky_relu_scale_clamp.py")
-    assert isinstance(make_synthesizer(settings, problem), OfflineSynthesizer)
+    problem = load_problem(PROBLEMS / "14_feature_hashing.py")  # no template covers it
+    with pytest.raises(SynthesisError, match="cannot write a kernel"):
+        make_synthesizer(settings, problem)  # the offline synthesizer refuses it
     _install_fake(settings.llm)
     synth = make_synthesizer(settings, problem)
     assert isinstance(synth, LocalSynthesizer)

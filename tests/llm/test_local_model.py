@@ -222,7 +222,8 @@ def _server_of(cli: subprocess.Popen[str], model: Path, timeout_s: float) -> int
 @pytest.mark.parametrize("how", ["ctrl-c", "kill"])
 def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tmp_path: Path,
                                                            how: str) -> None:
-    # A real `kernelevolve tune` picks the installed model by itself, says so, starts the server
+    # A real `kernelevolve tune` picks the installed model by itself for an operator the offline
+    # templates do not cover (dot interaction), says so, starts the server
     # at its first request; stopped mid-request with Ctrl-C (SIGINT to the CLI alone, as a
     # notebook's interrupt does) or killed outright, it leaves no server process, and the run
     # stays resumable.
@@ -232,7 +233,7 @@ def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tm
     env.pop("KERNELEVOLVE_LLM__MODEL", None)
     env.pop("KERNELEVOLVE_LLM__USE", None)
     cli = subprocess.Popen(
-        [*CLI, "tune", str(PROBLEMS / "06_rmsnorm.py"),
+        [*CLI, "tune", str(PROBLEMS / "17_dot_interaction.py"),
          "--target", "cpu", "--rounds", "2", "--no-kb", "--out", str(tmp_path / "best.py")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
@@ -258,7 +259,8 @@ def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tm
         assert f"the run is kept. Continue it with: kernelevolve resume {tmp_path}" in output
     else:
         assert cli.returncode == -signal.SIGKILL
-    assert f"local:{SMALL.name}" in output  # the run said which LLM it used
+    assert f"local:{SMALL.name}" in output  # the run said which LLM it used, and why
+    assert "does not cover this operator" in output
     run_dirs = list((tmp_path / "home" / "runs").iterdir())
     assert len(run_dirs) == 1 and (run_dirs[0] / "checkpoints.sqlite").is_file()
     assert str(run_dirs[0]) in output  # printed first: where to resume from

@@ -37,7 +37,7 @@ from kernelevolve.graph.build import build_graph, recursion_limit
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.state import Draft, Event, RunState, Task, Usage
 from kernelevolve.kb import Hit, Improvement, KnowledgeSource, Situation, SkillWrite
-from kernelevolve.llm.factory import make_synthesizer, operator_class
+from kernelevolve.llm.factory import choose_synthesizer, make_synthesizer, operator_class
 from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target, tune_target
@@ -62,6 +62,7 @@ class RunSpec(BaseModel):
     problem_digest: str
     target: str
     synthesizer: str
+    synthesizer_reason: str = Field("", description="why this synthesizer (the run says so)")
     interactive: bool = False
     settings: dict[str, Any]
     created: str
@@ -201,10 +202,13 @@ class Session:
         if path.exists() and any(path.iterdir()):
             raise RunError(f"run directory {path} is not empty; pick another --run-dir")
         path.mkdir(parents=True, exist_ok=True)
-        synthesizer = synthesizer or make_synthesizer(settings, prob)
+        reason = "given by the caller"
+        if synthesizer is None:
+            synthesizer, reason = choose_synthesizer(settings, prob)
         spec = RunSpec(run_id=run_id, problem_path=str(prob.path.resolve()),
                        problem_digest=prob.digest, target=tgt.name,
-                       synthesizer=synthesizer.name, interactive=interactive,
+                       synthesizer=synthesizer.name, synthesizer_reason=reason,
+                       interactive=interactive,
                        settings=_public_settings(settings),
                        created=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
         (path / "run.json").write_text(spec.model_dump_json(indent=1))

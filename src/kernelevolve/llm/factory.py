@@ -43,8 +43,13 @@ class OfflineSynthesizer:
 
     def _draft(self, params: dict[str, int], intent: str) -> Draft:
         self._tried.add(self._key(params))
-        return Draft(source=self.plan.render(params), params=params, intent=intent,
-                     model="offline", prompt=None, reply=None)
+        try:
+            source = self.plan.render(params)
+        except offline.Unsupported as exc:  # data: the Coder records it and the search moves on
+            return Draft(problem=f"the template cannot render {params}: {exc}", params=params,
+                         intent=intent, model="offline")
+        return Draft(source=source, params=params, intent=intent, model="offline", prompt=None,
+                     reply=None)
 
     def _random(self) -> dict[str, int]:
         return {k: self._rng.choice(v) for k, v in self.plan.space.items()}
@@ -105,18 +110,31 @@ def operator_class(problem: Problem) -> str | None:
         return None
 
 
-def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:
-    """The synthesizer ``llm.use`` picks (``kernelevolve.llm.local.choose``); by default the
-    configured endpoint, else the installed local model, else the offline synthesizer (which may
+def choose_synthesizer(settings: Settings, problem: Problem) -> tuple[Synthesizer, str]:
+    """The synthesizer ``llm.use`` picks (``kernelevolve.llm.local.choose``) and why: by default
+    the configured endpoint; else the offline synthesizer where its templates cover the operator
+    and the installed local model where they do not; else the offline synthesizer (which may
     refuse the problem). A local one serves its model itself: call its ``close()`` when done."""
     from kernelevolve.llm.local import LocalSynthesizer, choose
 
-    use, local = choose(settings.llm)
+    def offline_gap() -> str | None:
+        try:
+            offline.analyze(problem)
+        except offline.Unsupported as exc:
+            return str(exc)
+        return None
+
+    use, local, why = choose(settings.llm, offline_gap)
     if use == "endpoint":
         from kernelevolve.llm.chat import LLMSynthesizer
 
-        return LLMSynthesizer.from_config(settings.llm)
+        return LLMSynthesizer.from_config(settings.llm), why
     if use == "local" and local is not None:
         return LocalSynthesizer(local, settings.llm, examples=settings.search.retrieve,
-                                seed=settings.search.seed, store=settings.store)
-    return OfflineSynthesizer(problem, seed=settings.search.seed)
+                                seed=settings.search.seed, store=settings.store), why
+    return OfflineSynthesizer(problem, seed=settings.search.seed), why
+
+
+def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:
+    """``choose_synthesizer`` without the reason."""
+    return choose_synthesizer(settings, problem)[0]

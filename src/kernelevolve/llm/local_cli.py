@@ -141,10 +141,13 @@ def status(verify: Annotated[bool, typer.Option(help="recompute each file's sha2
         server = "xllamacpp not installed (kernelevolve llm install-local installs it)"
     console.print(f"server: {server}")
     try:
-        use, local = choose(cfg)
+        use, local, why = choose(cfg, lambda: "an operator the templates do not cover")
         what = {"endpoint": f"endpoint {cfg.model} at {cfg.base_url or 'the provider default'}",
                 "local": f"local:{local.name if local else '?'}",
                 "offline": "offline (templates)"}[use]
+        if use == "local" and cfg.use == "auto" and not cfg.model:
+            what = (f"offline (templates) where they cover the operator, else local:"
+                    f"{local.name if local else '?'}")
     except KernelEvolveError as exc:
         what = f"none: {exc}"
     console.print(f"a run now uses: {what} (llm.use = {cfg.use})", highlight=False)

@@ -31,11 +31,11 @@ from kernelevolve.llm.local.models import (
     server_available,
 )
 from kernelevolve.llm.local.server import CONTEXT_TOKENS, LocalServer, default_threads
-from kernelevolve.llm.local.synth import LOCAL_LIMITS, LocalSynthesizer, Use, choose
+from kernelevolve.llm.local.synth import LOCAL_LIMITS, Choice, LocalSynthesizer, Use, choose
 
 __all__ = [
     "CONTEXT_TOKENS", "LOCAL_LIMITS", "MODELS", "XLLAMACPP", "LocalModel", "LocalServer",
-    "LocalSynthesizer", "ModelDownloadError", "Use", "WorkedExample", "choose", "contract_text",
+    "Choice", "LocalSynthesizer", "ModelDownloadError", "Use", "WorkedExample", "choose", "contract_text",
     "default_threads", "ensure_server_package", "file_sha256", "install", "installed_model",
     "is_installed", "model_file", "model_spec", "server_available", "worked_example",
 ]

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
@@ -134,25 +135,37 @@ class LocalSynthesizer(LLMSynthesizer):
 Use = Literal["endpoint", "local", "offline"]
 
 
-def choose(cfg: LLMConfig) -> tuple[Use, LocalModel | None]:
+class Choice(NamedTuple):
+    """Which synthesizer a run gets, and the reason the run prints in its first lines."""
+
+    use: Use
+    local: LocalModel | None
+    why: str
+
+
+def choose(cfg: LLMConfig, offline_gap: Callable[[], str | None] | None = None) -> Choice:
     """What ``make_synthesizer`` builds for ``cfg``.
 
     ``llm.model`` "offline", "local" or "local:<size>" (``--llm``) forces that choice; else
-    ``llm.use``; ``auto``: an endpoint when ``llm.model`` is set, else the installed local model
-    (when xllamacpp is there too), else the offline synthesizer.
+    ``llm.use``; ``auto``: an endpoint when ``llm.model`` is set; else, per operator, the offline
+    synthesizer where it covers the operator (``offline_gap()`` returns None) and the installed
+    local model where it does not (the small model is slow and rarely right where a template
+    is certain); else the offline synthesizer.
     """
     use: str = cfg.use
     key = cfg.local_model
     model = (cfg.model or "").strip()
-    if model == "offline" or model == "local" or model.startswith("local:"):
+    forced = model == "offline" or model == "local" or model.startswith("local:")
+    if forced:
         use = "offline" if model == "offline" else "local"
         if ":" in model:
             key = model.split(":", 1)[1]  # type: ignore[assignment]
             model_spec(key)
+    asked = f"--llm {model}" if forced else f"llm.use = {cfg.use}"
     if use == "offline":
-        return "offline", None
+        return Choice("offline", None, f"asked for ({asked})")
     if use == "endpoint" or (use == "auto" and model):
-        return "endpoint", None
+        return Choice("endpoint", None, f"llm.model = {model} is configured")
     local = installed_model(cfg.model_copy(update={"local_model": key}))
     if use == "local":
         if local is None:
@@ -160,10 +173,17 @@ def choose(cfg: LLMConfig) -> tuple[Use, LocalModel | None]:
             what = "a local model is" if key == "auto" else f"the local model {key} is"
             raise LLMError(f"{what} asked for (llm.use or --llm local) but not installed in "
                            f"{cfg.resolved_local_dir()}. Fix: kernelevolve llm install-local{size}")
-        return "local", local
-    if local is not None and not server_available():
+        return Choice("local", local, f"asked for ({asked})")
+    if local is None:
+        return Choice("offline", None, "no LLM endpoint configured and no local model installed")
+    gap = offline_gap() if offline_gap is not None else "unknown operator"
+    if gap is None:
+        return Choice("offline", None, f"its templates cover this operator (the installed local "
+                                       f"model {local.name} is used only where they do not, or "
+                                       f"with --llm local)")
+    if not server_available():
         log.warning("the local model %s is installed but xllamacpp is not; using the offline "
                     "synthesizer (pip install '%s')", local.name, XLLAMACPP)
-        return "offline", None
-    return ("local", local) if local is not None else ("offline", None)
-
+        return Choice("offline", None, f"the local model {local.name} is installed but its "
+                                       f"server (xllamacpp) is not")
+    return Choice("local", local, f"the offline synthesizer does not cover this operator ({gap})")

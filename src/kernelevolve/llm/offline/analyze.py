@@ -54,7 +54,11 @@ def analyze(problem: Problem) -> KernelPlan:
     reported as Unsupported too, naming what failed, so a search falls back instead of dying.
     """
     try:
-        return _analyze(problem)
+        plan = _analyze(problem)
+        # A template that cannot write its own defaults does not cover the operator: say so now,
+        # not from the Coder in the middle of a run.
+        plan.render(plan.default_params())
+        return plan
     except (AssertionError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise Unsupported(f"the offline synthesizer could not analyse this graph "
                           f"({type(exc).__name__}: {exc}); please report it") from exc

@@ -219,8 +219,10 @@ def trace(problem: Problem) -> Traced:
         for node, twin in zip(gm.graph.nodes, marked.graph.nodes, strict=True):
             if node.op != "call_function":
                 continue
+            # A value equal to the op's default is left out of the call (leaky_relu's 0.01), so
+            # the marked twin may carry more arguments: those positions hold no attribute.
             pairs = [((i,), a, b)
-                     for i, (a, b) in enumerate(zip(node.args, twin.args, strict=True))]
+                     for i, (a, b) in enumerate(zip(node.args, twin.args, strict=False))]
             pairs += [((k,), node.kwargs[k], twin.kwargs.get(k)) for k in node.kwargs]
             for path, real, mark in pairs:
                 marked_numbers = dict(_walk_numbers(mark, path))

@@ -1,9 +1,10 @@
 """Parent side of the evaluation cascade: worker subprocesses, the static stage, timeouts.
 
-Each worker is a warm subprocess reused between candidates. A timeout, a crash (segfault,
-illegal memory access, OOM kill) or a CUDA error ends that evaluation only: the worker is
-killed or exits, the result records the status and the tail of its stderr, and a fresh worker
-takes its place. One worker per visible GPU on ``cuda``.
+Each worker is a warm subprocess reused between candidates; it runs every candidate in a fresh
+child of its own (worker.py), so a crash (segfault, illegal memory access, OOM kill) or a CUDA
+error ends that child and that evaluation only, recorded with the tail of stderr. A timeout
+kills the worker with its child and a fresh worker takes its place. One worker per visible GPU
+on ``cuda``.
 """
 
 from __future__ import annotations
@@ -136,9 +137,7 @@ class Worker:
         if line is not None:
             reply: dict[str, Any] = json.loads(line)
             reply["stderr_tail"] = self.stderr_tail(offset)
-            if reply.get("fatal") or reply.get("status") != "ok":
-                self.stop()  # a failure may leave the process damaged: restart before the next
-            return reply
+            return reply  # the candidate ran in a child of the worker: the worker is intact
         if self.eof and self.proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=30)

@@ -18,8 +18,9 @@ def render_result(result: EvalResult, console: Console) -> None:
     if result.checks:
         table = Table("check", "", "detail", title="checks", title_justify="left")
         for c in result.checks:
-            table.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]fail[/red]",
-                          c.detail)
+            mark = ("[yellow]skipped[/yellow]" if c.skipped else
+                    "[green]pass[/green]" if c.passed else "[red]fail[/red]")
+            table.add_row(c.name, mark, c.detail)
         console.print(table)
     if result.errors:
         table = Table("output", "shape", "dtype", "max abs err", "max rel err", "atol", "rtol",

@@ -27,6 +27,7 @@ class Check(_Model):
     name: str
     passed: bool
     detail: str = ""
+    skipped: bool = Field(False, description="not run; ``detail`` says why")
 
 
 class OutputError(_Model):

@@ -62,11 +62,15 @@ def time_interleaved(
     min_time_s: float = 1.0,
     max_trials: int = 2000,
     warmup_ms: float = 50.0,
+    before: Callable[[str, int], None] | None = None,
+    after: Callable[[str, int, Any], None] | None = None,
 ) -> dict[str, Latency]:
     """Time each callable on the current CUDA device; trials rotate through the callables.
 
     Trials continue until ``min_trials`` rounds are done or ``min_time_s`` has passed with at
-    least 10 rounds (whichever first), never beyond ``max_trials``.
+    least 10 rounds (whichever first), never beyond ``max_trials``. ``before(name, round)`` runs
+    before each trial's events (the worker writes new input values there) and ``after(name,
+    round, output)`` after them (it keeps a sample of outputs to check): neither is timed.
     """
     names = list(fns)
     flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
@@ -88,12 +92,17 @@ def time_interleaved(
         order = names[rounds % len(names):] + names[:rounds % len(names)]
         for name in order:
             flush.zero_()
+            if before is not None:
+                before(name, rounds)
             torch.cuda._sleep(SPIN_CYCLES)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fns[name]()
+            out = fns[name]()
             end.record()
             events[name].append((start, end))
+            if after is not None:
+                after(name, rounds, out)
+            del out
         rounds += 1
         if rounds % 16 == 0:
             torch.cuda.synchronize()

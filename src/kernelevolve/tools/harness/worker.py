@@ -6,9 +6,17 @@ and replies are JSON lines on those two pipes; stdout and stderr belong to the c
 to the worker's log, which the parent tails. The worker imports only torch, triton, numpy and the
 standard library, so it runs on any GPU host as it is.
 
-A reply is a dict shaped like ``EvalResult`` (validated by the parent). A reply with
-``"fatal": true`` means the process is no longer usable (a CUDA error poisons the context): the
-worker exits after sending it and the parent starts a new one.
+The worker process never runs a candidate itself: it imports torch and triton once, installs the
+launch counter and the interpreter's bounds checks, and then forks a fresh child for every job
+(copy-on-write: milliseconds). The child evaluates the candidate, sends its reply to the worker
+and exits, so whatever a candidate did to its process (module globals rebound, torch switches
+flipped, a poisoned CUDA context, a segfault) dies with it, and no process that ran a candidate
+judges another one. CUDA is initialised in the child only (a CUDA context does not survive a
+fork). Plain data the child worked out about the problem (shrunk and other sizes) comes back
+with the reply and is kept for the next child.
+
+A reply is a dict shaped like ``EvalResult`` (validated by the parent). ``"fatal": true`` is
+kept for the parent's bookkeeping; the worker itself is unaffected by its child's fate.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import json
 import os
 import platform
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -37,7 +46,7 @@ from kernelevolve.problem import (
     as_list,
     call_factory,
     parse_problem,
-    perturbed_sizes,
+    size_families,
     tensors,
 )
 from kernelevolve.tools.harness import compare
@@ -70,6 +79,8 @@ class WorkerState:
     problems: dict[str, Problem] = field(default_factory=dict)
     shrunk: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
     compiled: dict[tuple[str, str], Any] = field(default_factory=dict)
+    other_sizes: dict[tuple[str, str], tuple[dict[str, int] | None, str]] = field(
+        default_factory=dict)
     jobs: int = 0
 
 
@@ -174,8 +185,9 @@ class Evaluation:
         self.seed = int(seed) if seed is not None else secrets.randbelow(2**31)
 
     # -- plumbing ---------------------------------------------------------------------------
-    def check(self, name: str, passed: bool, detail: str = "") -> None:
-        self.checks.append({"name": name, "passed": passed, "detail": detail})
+    def check(self, name: str, passed: bool, detail: str = "", skipped: bool = False) -> None:
+        self.checks.append({"name": name, "passed": passed, "detail": detail,
+                            "skipped": skipped})
 
     def problem(self) -> Problem:
         path = self.job["problem"]
@@ -224,8 +236,12 @@ class Evaluation:
 
     # -- running ----------------------------------------------------------------------------
     def reference(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
-        with torch.no_grad():
-            out = ref(*compare.snapshot(inputs))
+        try:
+            with torch.no_grad():
+                out = ref(*compare.snapshot(inputs))
+        except Exception as exc:  # the problem's own code, not the candidate's
+            raise ProblemError(f"the reference Model.forward raised {type(exc).__name__}: "
+                               f"{exc}") from exc
         return compare.clone_tree(out)
 
     def run_candidate(self, cand: torch.nn.Module, inputs: list[Any], label: str) -> Any:
@@ -290,8 +306,9 @@ class Evaluation:
             raise Verdict("mismatch", f"{label}: {problem}")
 
     def check_once(self, cand: torch.nn.Module, ref: torch.nn.Module, inputs: list[Any],
-                   label: str) -> Any:
-        """Reference, poison, candidate, compare: one input set."""
+                   label: str) -> tuple[Any, Any]:
+        """Reference, poison, candidate, compare: one input set. Returns the candidate's output
+        and the reference's."""
         # Written before the run, so a crash's stderr tail says where the worker died.
         print(f"[kernelevolve] checking {label}", file=sys.stderr, flush=True)
         expected = self.reference(ref, inputs)
@@ -302,7 +319,7 @@ class Evaluation:
         compare.poison_allocator(2 * out_bytes, self.device)
         out = self.run_candidate(cand, inputs, label)
         self.compare(keep, out, label)
-        return out
+        return out, keep
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
         """New values into the same input storage: catches results keyed by data pointers.
@@ -326,29 +343,37 @@ class Evaluation:
         seed = self.seed
         plans = [Plan("input sets", base, [seed + 1000 + i for i in range(n)],
                       determinism=True, pointer_reuse=True)]
-        if self.cfg.get("extra_shapes", True) and problem.sizes:
-            overrides = self.cfg.get("shape_overrides") or {}
-            sizes = {**base, **overrides} if overrides else perturbed_sizes(base, 0)
-            if sizes != base:
-                plans.append(Plan("other shapes", sizes, [seed + 2000, seed + 2001]))
+        if not self.cfg.get("extra_shapes", True):
+            self.check("other shapes", True, "skipped: eval.extra_shapes is off", skipped=True)
+            return plans
+        overrides = self.cfg.get("shape_overrides") or {}
+        sizes: dict[str, int] | None
+        if overrides:
+            sizes, why = {**base, **overrides}, ""
+        else:
+            sizes, why = self.other_sizes(problem, base)
+        if sizes is None:
+            self.check("other shapes", True, f"skipped: {why}", skipped=True)
+            self.flags.append(f"checked at one shape only: {why}")
+        else:
+            plans.append(Plan("other shapes", sizes, [seed + 2000, seed + 2001]))
         return plans
 
+    def other_sizes(self, problem: Problem, base: dict[str, int]
+                    ) -> tuple[dict[str, int] | None, str]:
+        key = (problem.digest, json.dumps(base, sort_keys=True))
+        if key not in self.state.other_sizes:
+            self.state.other_sizes[key] = problem.other_sizes(base)
+        return self.state.other_sizes[key]
+
     def run_plan(self, problem: Problem, cand_cls: type, plan: Plan) -> tuple[Any, Any, Any]:
-        try:
-            module, ref, cand = self.build(problem, cand_cls, plan.sizes)
-        except ProblemError:
-            if plan.label == "input sets":
-                raise
-            alt = perturbed_sizes(self.base_sizes(problem), 1)
-            self.flags.append(f"the reference rejects sizes {plan.sizes}; checked {alt} instead")
-            plan.sizes = alt
-            module, ref, cand = self.build(problem, cand_cls, plan.sizes)
+        module, ref, cand = self.build(problem, cand_cls, plan.sizes)
         inputs: list[Any] = []
-        earlier: tuple[Any, list[Any]] | None = None
+        earlier: tuple[Any, Any, Any] | None = None
         for k, seed in enumerate(plan.seeds):
             inputs = self.inputs(module, problem, seed)
             label = f"{plan.label} {k + 1}/{len(plan.seeds)} at {plan.sizes}"
-            out = self.check_once(cand, ref, inputs, label)
+            out, expected = self.check_once(cand, ref, inputs, label)
             if plan.determinism and k == 0:
                 again = self.run_candidate(cand, inputs, label + ", second run")
                 if not compare.bitwise_equal(out, again):
@@ -360,7 +385,15 @@ class Evaluation:
                 raise Verdict("mismatch", f"{label}: an output returned by the previous call "
                                           f"changed when the forward ran again (outputs alias "
                                           f"memory the candidate keeps between calls)")
-            earlier = (out, compare.clone_tree(out))
+            # Within tolerance is not enough where the answer barely moves (a loss over 1e9
+            # terms): an output that stays bitwise the same while the reference's changes does
+            # not depend on the input.
+            if (earlier is not None and compare.bitwise_equal(out, earlier[1])
+                    and not compare.bitwise_equal(expected, earlier[2])):
+                raise Verdict("mismatch", f"{label}: the output is bitwise the same as for the "
+                                          f"previous input set while the reference's changed: "
+                                          f"it does not depend on the input")
+            earlier = (out, compare.clone_tree(out), expected)
         self.check(f"correct on {plan.label}", True,
                    f"{len(plan.seeds)} sets at {plan.sizes}, seeds {plan.seeds}")
         if plan.pointer_reuse:
@@ -382,16 +415,23 @@ class Evaluation:
 
     def time_on_cuda(self, problem: Problem, module: Any, ref: torch.nn.Module,
                      cand: torch.nn.Module, sizes: dict[str, int]) -> dict[str, Any]:
+        """Candidate, eager and torch.compile timed interleaved. Before every trial the floating
+        inputs get new values (the base set rotated by a random offset: the same values, so the
+        same distribution, in a new arrangement), so a result memoized by pointer, version
+        counter or fingerprint is wrong; the candidate's outputs of a random sample of trials
+        are then checked against the reference on those trials' exact inputs."""
         cfg = self.cfg
         inputs = self.inputs(module, problem, self.seed + 4000)
-        ref_inputs = compare.snapshot(inputs)
+        base = compare.snapshot(inputs)
+        rotated = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)
+                   and t.dtype.is_floating_point and t.numel() > 1]
         fns: dict[str, Callable[[], Any]] = {}
 
         def candidate() -> Any:
             return cand(*inputs)
 
         def eager() -> Any:
-            return ref(*ref_inputs)
+            return ref(*inputs)
 
         fns["candidate"], fns["eager"] = candidate, eager
         compile_error = None
@@ -403,20 +443,52 @@ class Evaluation:
                 t0 = time.perf_counter()
                 try:
                     with torch.no_grad():
-                        compiled(*ref_inputs)
+                        compiled(*inputs)
                     torch.cuda.synchronize()
-                    fns["compiled"] = lambda: compiled(*ref_inputs)
+                    fns["compiled"] = lambda: compiled(*inputs)
                 except Exception as exc:  # recorded, timing goes on without it
                     compile_error = f"{type(exc).__name__}: {exc}"
                 self.compile_ref_s += time.perf_counter() - t0
+        shifts: dict[tuple[str, int], int] = {}
+        sample_rounds = {0, 1 + secrets.randbelow(9),
+                         10 + secrets.randbelow(max(1, int(cfg["min_trials"]) - 10))}
+        samples: dict[int, tuple[int, Any]] = {}
+
+        # A sorted input (bucket boundaries) keeps its order: it is scaled instead of rotated.
+        ordered = {i for i in rotated if base[i].numel() <= 1 << 20
+                   and bool((base[i].reshape(-1).diff() >= 0).all())}
+
+        def vary(shift: int) -> None:
+            for i in rotated:
+                if i in ordered:
+                    torch.mul(base[i], 1.0 + (shift % 997) / 997.0, out=inputs[i])
+                else:
+                    _rotate_into(inputs[i], base[i], shift)
+
+        def before(name: str, round_: int) -> None:
+            shift = 1 + secrets.randbelow(2**40)
+            vary(shift)
+            shifts[(name, round_)] = shift
+
+        def after(name: str, round_: int, out: Any) -> None:
+            if name == "candidate" and round_ in sample_rounds:
+                samples[round_] = (shifts[(name, round_)], compare.clone_tree(out))
+
         with torch.no_grad():
             lat = time_interleaved(fns, min_trials=int(cfg["min_trials"]),
                                    min_time_s=float(cfg["min_time_s"]),
                                    max_trials=int(cfg["max_trials"]),
-                                   warmup_ms=float(cfg["warmup_ms"]))
+                                   warmup_ms=float(cfg["warmup_ms"]), before=before, after=after)
         tampered = self.state.integrity.tampered()
         if tampered:
             raise Verdict("cheat", f"timing found harness functions replaced: {tampered}")
+        for round_, (shift, out) in sorted(samples.items()):
+            vary(shift)
+            self.compare(self.reference(ref, inputs), out, f"timed trial {round_ + 1} (outputs "
+                                                           f"produced inside the timing loop)")
+        self.check("correct inside the timing loop", True,
+                   f"{len(samples)} sampled trials of {lat['candidate'].trials}, each on new "
+                   f"input values" if rotated else "no floating inputs to vary")
         c = lat["candidate"].median_ms
         timing: dict[str, Any] = {
             "candidate": lat["candidate"].to_dict(), "eager": lat["eager"].to_dict(),
@@ -481,7 +553,12 @@ class Evaluation:
         first, *others = self.plans(problem, base)
         timed_module, timed_ref, timed_cand = self.run_plan(problem, cand_cls, first)
         for plan in others:
-            self.run_plan(problem, cand_cls, plan)
+            try:
+                self.run_plan(problem, cand_cls, plan)
+            except ProblemError as exc:  # the problem's code refused sizes the probe let by
+                self.check(plan.label, True, f"skipped at {plan.sizes}: {exc}", skipped=True)
+                self.flags.append(f"checked at one shape only: the problem refused "
+                                  f"{plan.sizes}: {exc}")
         self.check("ran custom kernels only", True,
                    f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
         timing: dict[str, Any] | None = None
@@ -520,8 +597,11 @@ class Evaluation:
     def reverify(self, problem: Problem, cand_cls: type, base: dict[str, int], speedup: float
                  ) -> None:
         seed = self.seed + 7000
-        for plan in (Plan("fresh input sets", base, [seed, seed + 1, seed + 2]),
-                     Plan("fresh other shapes", perturbed_sizes(base, 2), [seed + 3])):
+        plans = [Plan("fresh input sets", base, [seed, seed + 1, seed + 2])]
+        families = [s for s in size_families(base) if problem.rejects(s) is None]
+        if families:
+            plans.append(Plan("fresh other shapes", families[-1], [seed + 3]))
+        for plan in plans:
             self.run_plan(problem, cand_cls, plan)
         self.flags.append(f"speedup {speedup:.1f}x is above the suspicious threshold: "
                           f"re-verified on fresh inputs and shapes")
@@ -555,6 +635,20 @@ class Evaluation:
         return out
 
 
+def _rotate_into(dst: torch.Tensor, src: torch.Tensor, shift: int) -> None:
+    """``dst`` (same shape as ``src``) gets ``src``'s values rotated by ``shift`` positions in
+    row-major order: two copies, no temporary."""
+    n = src.numel()
+    k = shift % n
+    flat_src = src.reshape(-1)
+    flat_dst = dst.view(-1) if dst.is_contiguous() else None
+    if flat_dst is None:  # a strided input: rotate into a temporary, copy it over
+        dst.copy_(flat_src.roll(-k).view_as(src))
+        return
+    flat_dst[:n - k].copy_(flat_src[k:])
+    flat_dst[n - k:].copy_(flat_src[:k])
+
+
 def device_name(device: torch.device, target: str = "") -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -586,8 +680,6 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
     if device.type == "cpu":
         _limit_memory(memory_limit_gb)
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
-    else:
-        torch.cuda.init()
     # fp32 references compute in full fp32: TF32 would make them the inaccurate side.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -618,14 +710,63 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
         job = json.loads(line)
         state.jobs += 1
         print(f"--- kernelevolve job {job['id']} ---", file=sys.stderr, flush=True)
-        result = Evaluation(job, state).result()
+        result = _evaluate_in_child(job, state, (fd_in, fd_out))
         result["id"] = job["id"]
         writer.write(json.dumps(result, default=str) + "\n")
         writer.flush()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if result.get("fatal"):
-            os._exit(3)
+
+
+def _evaluate_in_child(job: dict[str, Any], state: WorkerState, parent_fds: tuple[int, int]
+                       ) -> dict[str, Any]:
+    """Fork, evaluate ``job`` in the child, return its reply (or what its death says)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(read_fd)
+            for fd in parent_fds:  # only the worker talks to the parent
+                os.close(fd)
+            if state.device.type == "cuda":
+                torch.cuda.init()
+            result = Evaluation(job, state).result()
+            result["_cache"] = {"shrunk": [[*k, v] for k, v in state.shrunk.items()],
+                                "other_sizes": [[*k, *v] for k, v in state.other_sizes.items()]}
+            data = json.dumps(result, default=str).encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+        except BaseException:  # the child's boundary: the worker reports a reply-less death
+            traceback.print_exc()
+            code = 70
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    if not chunks:
+        if os.WIFSIGNALED(status):
+            how = f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
+        else:
+            how = f"exit code {os.WEXITSTATUS(status)}"
+        return {"status": "crash", "fatal": True,
+                "message": f"the candidate's process died during the evaluation ({how}); a "
+                           f"segfault, an illegal memory access or running out of memory ends "
+                           f"it so"}
+    reply: dict[str, Any] = json.loads(b"".join(chunks))
+    cache = reply.pop("_cache", {})
+    for digest, n, sizes in cache.get("shrunk", []):
+        state.shrunk[(digest, n)] = sizes
+    for digest, base, sizes, why in cache.get("other_sizes", []):
+        state.other_sizes[(digest, base)] = (sizes, why)
+    return reply
 
 
 def main(argv: list[str] | None = None) -> None:
