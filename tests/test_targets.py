@@ -72,3 +72,20 @@ def test_tune_defaults_to_the_simulated_mtia_without_a_gpu():
     target = tune_target()
     assert target.name == expected
     assert target.timed  # a real timing signal to search on, unlike the cpu target
+
+
+def test_an_interpreter_that_breaks_on_this_numpy_is_named_before_any_kernel_runs(monkeypatch):
+    # Triton < 3.7's interpreter converts 1-element arrays with int(), which NumPy 2.4 refuses.
+    import numpy
+    import triton
+
+    from kernelevolve.errors import TargetError
+    from kernelevolve.targets import get_target
+
+    monkeypatch.setattr(triton, "__version__", "3.6.0")
+    monkeypatch.setattr(numpy, "__version__", "2.4.1")
+    for name in ("cpu", "mtia-sim:2i"):
+        with pytest.raises(TargetError, match=r"triton>=3\.7.*numpy<2\.4"):
+            get_target(name)
+    monkeypatch.setattr(numpy, "__version__", "2.3.5")
+    assert get_target("cpu").interpreter

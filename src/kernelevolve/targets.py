@@ -66,9 +66,25 @@ def _cuda(variant: str | None) -> Target:
                   worker_devices=list(gpus))
 
 
+def _check_interpreter(name: str) -> None:
+    """Triton's interpreter before 3.7 breaks on NumPy >= 2.4 (``tensor.__index__`` converts a
+    1-element array with ``int()``): say so before any kernel runs."""
+    import numpy
+    import triton
+
+    def version(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in text.split("+")[0].split(".")[:2] if p.isdigit())
+
+    if version(triton.__version__) < (3, 7) and version(numpy.__version__) >= (2, 4):
+        raise TargetError(f"target {name!r} runs Triton's interpreter, which in Triton "
+                          f"{triton.__version__} fails with NumPy {numpy.__version__}; install "
+                          f"triton>=3.7 (pip install 'triton>=3.7'), or numpy<2.4")
+
+
 def _cpu(variant: str | None) -> Target:
     if variant is not None:
         raise TargetError(f"target 'cpu' takes no variant (got 'cpu:{variant}')")
+    _check_interpreter("cpu")
     return Target(name="cpu", description="Triton interpreter on the CPU (correctness only)",
                   timed=False, device="cpu", interpreter=True,
                   not_timed_reason="the cpu target runs Triton's interpreter: correctness only, "
@@ -82,6 +98,7 @@ def _mtia_sim(variant: str | None) -> Target:
     if gen not in GENERATIONS:
         raise TargetError(f"unknown MTIA generation {gen!r}; simulated generations: "
                           f"{', '.join('mtia-sim:' + g for g in GENERATIONS)}")
+    _check_interpreter(f"mtia-sim:{gen}")
     return Target(name=f"mtia-sim:{gen}",
                   description=f"simulated MTIA {gen} (Triton interpreter + analytical model)",
                   timed=True, device="cpu", interpreter=True, simulated=True)

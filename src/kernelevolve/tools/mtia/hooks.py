@@ -7,13 +7,17 @@ whatever the attribute held before (the evaluation worker may have wrapped some 
   program ids run, each with its own ProgramCounter; the launch itself runs unchanged.
 - ``interpreter_builder`` (the one builder instance): the ``create_*`` methods that load, store,
   multiply, compute elementwise or move layout report to the current program after the original
-  method computed its result, so results are exactly the interpreter's.
+  method computed its result, so results are exactly the interpreter's. Each hook forwards its
+  call unchanged and reads the operands it needs by name from the wrapped method's signature:
+  Triton versions differ in the other parameters (3.9 replaced ``cache_modifier`` and
+  ``eviction_policy`` by ``cache_policy``). An op the installed Triton lacks is not hooked.
 - ``ReduceOps.apply`` / ``ScanOps.apply`` (reductions bypass the builder), and the ``.T`` property
   the interpreter installs on ``tl.tensor`` (it transposes without the builder).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -25,6 +29,8 @@ from typing import Any
 import triton
 import triton.language as tl
 
+from kernelevolve.errors import TargetError
+
 from .chip import KernelRecord
 from .counters import LaunchRecorder, ProgramCounter
 from .generations import Generation
@@ -32,13 +38,32 @@ from .generations import Generation
 _TRITON_DIR = os.path.dirname(triton.__file__)
 _PKG_DIR = os.path.dirname(__file__)
 
-SE_OPS = ["add", "and", "ashr", "ceil", "clampf", "fabs", "fadd", "fcmpOEQ", "fcmpOGE", "fcmpOGT", "fcmpOLE", "fcmpOLT", "fcmpONE", "fcmpUEQ", "fcmpUGE", "fcmpUGT", "fcmpULE", "fcmpULT", "fcmpUNE", "floor", "fma", "fmul", "fp_ext", "fp_to_fp", "fp_to_si", "fp_to_ui", "fp_trunc", "frem", "fsub", "iabs", "icmpEQ", "icmpNE", "icmpSGE", "icmpSGT", "icmpSLE", "icmpSLT", "icmpUGE", "icmpUGT", "icmpULE", "icmpULT", "int_cast", "lshr", "maximumf", "maxnumf", "maxsi", "maxui", "minimumf", "minnumf", "minsi", "minui", "mul", "or", "sdiv", "udiv", "select", "shl", "si_to_fp", "srem", "sub", "ui_to_fp", "umulhi", "urem", "xor", "histogram"]
+SE_OPS = ["add", "and", "ashr", "ceil", "clampf", "fabs", "fadd", "fcmpOEQ", "fcmpOGE", "fcmpOGT", "fcmpOLE", "fcmpOLT", "fcmpONE", "fcmpUEQ", "fcmpUGE", "fcmpUGT", "fcmpULE", "fcmpULT", "fcmpUNE", "floor", "fma", "fmul", "fneg", "fp_ext", "fp_to_fp", "fp_to_si", "fp_to_ui", "fp_trunc", "frem", "fsub", "iabs", "icmpEQ", "icmpNE", "icmpSGE", "icmpSGT", "icmpSLE", "icmpSLT", "icmpUGE", "icmpUGT", "icmpULE", "icmpULT", "int_cast", "lshr", "maximumf", "maxnumf", "maxsi", "maxui", "minimumf", "minnumf", "minsi", "minui", "mul", "or", "sdiv", "udiv", "select", "shl", "si_to_fp", "srem", "sub", "ui_to_fp", "umulhi", "urem", "xor", "histogram"]
 SFU_OPS = {
     "cos": "cos", "erf": "erf", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
     "precise_sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin", "sqrt": "sqrt", "fdiv": "div",
-    "precise_divf": "div",
+    "precise_divf": "div", "approx_divf": "div",
 }
 MLU_OPS = ("cat", "gather", "join", "split", "trans")
+
+
+def _arg_reader(fn: Callable, *names: str) -> Callable[[tuple, dict], tuple]:
+    """Reads the arguments ``names`` of a call to the builder method ``fn`` wherever its real
+    signature puts them (``inspect.signature`` sees through ``functools.wraps`` wrappers)."""
+    params = list(inspect.signature(fn).parameters)
+    missing = [name for name in names if name not in params]
+    if missing:
+        raise TargetError(
+            f"the MTIA simulator cannot hook Triton {triton.__version__}'s interpreter: "
+            f"{getattr(fn, '__name__', fn)}{inspect.signature(fn)} has no parameter "
+            f"{', '.join(missing)}; install a Triton within the range pyproject.toml allows"
+        )
+    where = [(params.index(name), name) for name in names]
+
+    def read(args: tuple, kwargs: dict) -> tuple:
+        return tuple(args[i] if i < len(args) else kwargs.get(name) for i, name in where)
+
+    return read
 
 
 def _site() -> object:
@@ -164,9 +189,9 @@ class Session:
         session = self
 
         class SimGridExecutor(base):  # type: ignore[misc, valid-type]
-            def __init__(self, fn: Callable, arg_names: list, grid: Any, pre_run_hooks: Any = ()) -> None:
+            def __init__(self, fn: Callable, *args: Any, **kwargs: Any) -> None:
                 self._sim_name = fn.__name__
-                super().__init__(session.wrap_program(fn), arg_names, grid, list(pre_run_hooks))
+                super().__init__(session.wrap_program(fn), *args, **kwargs)
 
             def __call__(self, *args_dev: Any, **kwargs: Any) -> Any:
                 session.begin_launch(self._sim_name, args_dev, kwargs)
@@ -185,11 +210,12 @@ class Session:
     def _hook(self, kind: str, op: str, orig: Callable) -> Callable:
         session = self
 
+        @functools.wraps(orig)
         def hook(*args: Any, **kwargs: Any) -> Any:
             out = orig(*args, **kwargs)
             prog = session.program
             if prog is not None and not session.suppress:
-                prog.on_elementwise(kind, op, args, out)
+                prog.on_elementwise(kind, op, (*args, *kwargs.values()) if kwargs else args, out)
             return out
 
         return hook
@@ -197,86 +223,72 @@ class Session:
     def _install_builder(self, builder: Any) -> None:
         session = self
         patches = self._patches
-        for op in SE_OPS:
-            patches.set(builder, f"create_{op}", self._hook("se", op, getattr(builder, f"create_{op}")))
-        for op, name in SFU_OPS.items():
-            patches.set(builder, f"create_{op}", self._hook("sfu", name, getattr(builder, f"create_{op}")))
-        for op in MLU_OPS:
-            patches.set(builder, f"create_{op}", self._hook("mlu", op, getattr(builder, f"create_{op}")))
 
-        def constant_hook(op: str, orig: Callable) -> Callable:
-            def hook(*args: Any, **kwargs: Any) -> Any:
+        def hook(name: str, record: Callable[..., None], *operands: str,
+                 in_reductions: bool = False) -> None:
+            """Wrap ``builder.<name>`` so that after it ran, ``record(program, *operands, out)``
+            sees the operands named (``in_reductions``: also inside reductions)."""
+            orig = getattr(builder, name, None)
+            if orig is None:
+                raise TargetError(f"the MTIA simulator cannot hook Triton {triton.__version__}'s "
+                                  f"interpreter: its builder has no {name}")
+            read = _arg_reader(orig, *operands)
+
+            @functools.wraps(orig)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
                 out = orig(*args, **kwargs)
                 prog = session.program
-                if prog is not None:
-                    src = args[-1] if op == "splat" else args[0]
-                    if op == "splat" or src.data.size == 1 or prog.is_constant(src):
-                        prog.mark_constant(out)
+                if prog is not None and (in_reductions or not session.suppress):
+                    record(prog, *read(args, kwargs), out)
                 return out
 
-            return hook
+            patches.set(builder, name, wrapper)
 
-        for op in ("splat", "broadcast", "expand_dims"):
-            patches.set(builder, f"create_{op}", constant_hook(op, getattr(builder, f"create_{op}")))
+        for kind, ops in (("se", {op: op for op in SE_OPS}), ("sfu", SFU_OPS),
+                          ("mlu", {op: op for op in MLU_OPS})):
+            for op, unit_name in ops.items():
+                orig = getattr(builder, f"create_{op}", None)
+                if orig is not None:
+                    patches.set(builder, f"create_{op}", self._hook(kind, unit_name, orig))
 
-        orig_reshape = builder.create_reshape
+        def splat(prog: ProgramCounter, arg: Any, out: Any) -> None:
+            prog.mark_constant(out)
 
-        def create_reshape(arg: Any, shape: Any, allow_reorder: Any) -> Any:
-            out = orig_reshape(arg, shape, allow_reorder)
-            prog = session.program
+        def propagate_constant(prog: ProgramCounter, arg: Any, out: Any) -> None:
+            if arg.data.size == 1 or prog.is_constant(arg):
+                prog.mark_constant(out)
+
+        hook("create_splat", splat, "arg", in_reductions=True)
+        hook("create_broadcast", propagate_constant, "arg", in_reductions=True)
+        hook("create_expand_dims", propagate_constant, "arg", in_reductions=True)
+
+        def reshape(prog: ProgramCounter, arg: Any, out: Any) -> None:
             same_rows = arg.data.ndim > 0 and out.data.ndim > 0 and arg.data.shape[-1] == out.data.shape[-1]
-            if prog is not None and not session.suppress and not same_rows:
+            if not same_rows:
                 prog.on_elementwise("mlu", "reshape", (arg,), out)
-            return out
 
-        orig_load = builder.create_masked_load
+        def load(prog: ProgramCounter, ptrs: Any, mask: Any, out: Any) -> None:
+            prog.on_access(ptrs, mask, False, _site())
+            prog.track(out)
 
-        def create_masked_load(ptrs: Any, mask: Any, other: Any, cache_modifier: Any = None,
-                               eviction_policy: Any = None, is_volatile: Any = False) -> Any:
-            out = orig_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
-            prog = session.program
-            if prog is not None and not session.suppress:
-                prog.on_access(ptrs, mask, False, _site())
-                prog.track(out)
-            return out
+        def store(prog: ProgramCounter, ptrs: Any, mask: Any, out: Any) -> None:
+            prog.on_access(ptrs, mask, True)
 
-        orig_store = builder.create_masked_store
+        def dot(prog: ProgramCounter, a: Any, b: Any, d: Any, out: Any) -> None:
+            prog.on_dot(a, b, d, out)
 
-        def create_masked_store(ptrs: Any, value: Any, mask: Any, cache_modifier: Any = None,
-                                eviction_policy: Any = None) -> Any:
-            out = orig_store(ptrs, value, mask, cache_modifier, eviction_policy)
-            prog = session.program
-            if prog is not None and not session.suppress:
-                prog.on_access(ptrs, mask, True)
-            return out
-
-        orig_dot = builder.create_dot
-
-        def create_dot(a: Any, b: Any, d: Any, input_precision: Any, max_num_imprecise_acc: Any) -> Any:
-            out = orig_dot(a, b, d, input_precision, max_num_imprecise_acc)
-            prog = session.program
-            if prog is not None and not session.suppress:
-                prog.on_dot(a, b, d, out)
-            return out
-
-        orig_rmw = builder.create_atomic_rmw
-
-        def create_atomic_rmw(rmw_op: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:
-            out = orig_rmw(rmw_op, ptr, val, mask, sem, scope)
+        def atomic_rmw(prog: ProgramCounter, ptr: Any, mask: Any, out: Any) -> None:
             session._on_atomic(ptr, mask, out)
-            return out
 
-        orig_cas = builder.create_atomic_cas
-
-        def create_atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
-            out = orig_cas(ptr, cmp, val, sem, scope)
+        def atomic_cas(prog: ProgramCounter, ptr: Any, out: Any) -> None:
             session._on_atomic(ptr, None, out)
-            return out
 
-        for name, fn in (("create_reshape", create_reshape), ("create_masked_load", create_masked_load),
-                         ("create_masked_store", create_masked_store), ("create_dot", create_dot),
-                         ("create_atomic_rmw", create_atomic_rmw), ("create_atomic_cas", create_atomic_cas)):
-            patches.set(builder, name, fn)
+        hook("create_reshape", reshape, "arg")
+        hook("create_masked_load", load, "ptrs", "mask")
+        hook("create_masked_store", store, "ptrs", "mask")
+        hook("create_dot", dot, "a", "b", "d")
+        hook("create_atomic_rmw", atomic_rmw, "ptr", "mask")
+        hook("create_atomic_cas", atomic_cas, "ptr")
 
     def _on_atomic(self, ptr: Any, mask: Any, out: Any) -> None:
         prog = self.program
@@ -294,16 +306,17 @@ class Session:
         for cls in (interp.ReduceOps, interp.ScanOps):
             orig = cls.apply
 
-            def apply(self_: Any, input: Any, orig: Callable = orig) -> Any:
+            @functools.wraps(orig)
+            def apply(self_: Any, input: Any, *args: Any, _orig: Callable = orig, **kwargs: Any) -> Any:
                 if not isinstance(input, tuple):
-                    return orig(self_, input)
+                    return _orig(self_, input, *args, **kwargs)
                 prog = session.program
                 if prog is not None and not session.suppress:
                     handles = [t.handle.data for t in input]
                     prog.on_reduce(sum(h.size for h in handles), sum(h.nbytes for h in handles))
                 session.suppress += 1
                 try:
-                    return orig(self_, input)
+                    return _orig(self_, input, *args, **kwargs)
                 finally:
                     session.suppress -= 1
 
@@ -313,8 +326,9 @@ class Session:
         session = self
         orig_patch_lang = interp._patch_lang
 
-        def _patch_lang(fn: Any) -> Any:
-            scope = orig_patch_lang(fn)
+        @functools.wraps(orig_patch_lang)
+        def _patch_lang(*args: Any, **kwargs: Any) -> Any:
+            scope = orig_patch_lang(*args, **kwargs)
             prop = vars(tl.tensor).get("T")
             if isinstance(prop, property) and prop.fget is not None:
                 fget = prop.fget
