@@ -16,12 +16,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 import triton
 
 from kernelevolve.config import EvalConfig
 from kernelevolve.tools.harness.pool import WorkerPool
+from kernelevolve.tools.harness.result import EvalResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,24 +48,7 @@ def main() -> None:
             problem = ROOT / "examples" / "problems" / sol.name
             t0 = time.perf_counter()
             r = pool.evaluate(problem, sol)
-            t = r.timing
-            rows.append({
-                "problem": sol.stem, "status": r.status.value, "message": r.message[:300],
-                "stderr_tail": "" if r.ok else r.stderr_tail[-1500:],
-                "wall_s": time.perf_counter() - t0,
-                "candidate_ms": t.candidate.median_ms if t else None,
-                "candidate_cv": t.candidate.cv if t else None,
-                "eager_ms": t.eager.median_ms if t else None,
-                "compiled_ms": t.compiled.median_ms if t and t.compiled else None,
-                "speedup_vs_eager": t.speedup_vs_eager if t else None,
-                "speedup_vs_compiled": t.speedup_vs_compiled if t else None,
-                "compile_error": t.compile_error if t else None,
-                "trials": t.candidate.trials if t else None,
-                "max_abs_error": max((e.max_abs_error for e in r.errors), default=None),
-                "nondeterministic": r.nondeterministic, "flags": r.flags,
-                "first_call_s": r.first_call_s, "compile_reference_s": r.compile_reference_s,
-                "overhead_s": r.overhead_s, "sizes": t.sizes if t else None,
-            })
+            rows.append({"problem": sol.stem, **result_row(r, time.perf_counter() - t0)})
             print(json.dumps(rows[-1]), flush=True)
         spread_sol = ROOT / "examples" / "solutions" / f"{args.spread_solution}.py"
         spread_problem = ROOT / "examples" / "problems" / f"{args.spread_solution}.py"
@@ -97,6 +82,28 @@ def main() -> None:
     (args.out / "harness_gpu.json").write_text(json.dumps(summary, indent=2))
     (args.out / "harness_gpu.md").write_text(render(summary))
     print(render(summary))
+
+
+def result_row(r: EvalResult, wall_s: float) -> dict[str, Any]:
+    """One evaluation's verdict, timings and costs, as the result tables show them."""
+    t = r.timing
+    return {
+        "status": r.status.value, "message": r.message[:300],
+        "stderr_tail": "" if r.ok else r.stderr_tail[-1500:], "wall_s": wall_s,
+        "candidate_ms": t.candidate.median_ms if t else None,
+        "candidate_cv": t.candidate.cv if t else None,
+        "eager_ms": t.eager.median_ms if t else None,
+        "compiled_ms": t.compiled.median_ms if t and t.compiled else None,
+        "speedup_vs_eager": t.speedup_vs_eager if t else None,
+        "speedup_vs_compiled": t.speedup_vs_compiled if t else None,
+        "compile_error": t.compile_error if t else None,
+        "trials": t.candidate.trials if t else None,
+        "max_abs_error": max((e.max_abs_error for e in r.errors), default=None),
+        "nondeterministic": r.nondeterministic, "flags": r.flags,
+        "first_call_s": r.first_call_s, "compile_reference_s": r.compile_reference_s,
+        "overhead_s": r.overhead_s, "elapsed_s": r.elapsed_s, "sizes": t.sizes if t else None,
+        "checks": [c.name + (" (skipped)" if c.skipped else "") for c in r.checks],
+    }
 
 
 def fmt(v: object, spec: str = ".3f") -> str:

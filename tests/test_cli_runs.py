@@ -53,7 +53,7 @@ def test_trace_draws_the_tree_and_lists_the_events(run: RealRun) -> None:
     out = cli(run.home, "trace", run.spec.run_id).output
     lines = out.splitlines()
     n1 = next(line for line in lines if "n0001" in line and "ok" in line)
-    n2 = next(line for line in lines if "n0002" in line and "runtime_error" in line)
+    n2 = next(line for line in lines if "n0002" in line and "compile_error" in line)
     n3 = next(line for line in lines if "n0003" in line and "repair of n0002" in line)
     assert lines.index(n1) < lines.index(n2) < lines.index(n3)
     assert n1.startswith("└── n0001") and n2.lstrip("│ ").startswith("├── n0002")
@@ -64,7 +64,7 @@ def test_trace_draws_the_tree_and_lists_the_events(run: RealRun) -> None:
 
     out = cli(run.home, "trace", str(run.run_dir), "--events").output
     assert "events" in out
-    assert "evaluate  n0002: runtime_error" in out and "repair    repairing n0002" in out
+    assert "evaluate  n0002: compile_error" in out and "repair    repairing n0002" in out
     assert out.rstrip().splitlines()[-1].endswith("stop      budget spent: 2 rounds")
 
 
@@ -87,7 +87,7 @@ def test_show_prints_code_prompt_reply_result_diagnosis_and_the_diff(run: RealRu
     assert "+    y = tl.where(x > 0, x, x * negative_slope)" in out
 
     out = cli(run.home, "show", run.spec.run_id, "n0002").output
-    assert "runtime_error" in out and "negative_slop" in out
+    assert "compile_error" in out and "negative_slop" in out
     assert "--- parent n0001" in out and "+++ n0002" in out
 
     out = cli(run.home, "show", run.spec.run_id, "n0001").output

@@ -60,6 +60,7 @@ def test_a_problem_that_refuses_every_other_size_is_checked_once_and_says_so(tmp
         "class ModelNew(nn.Module):\n"
         "    def __init__(self, n):\n        super().__init__()\n"
         "    def forward(self, x):\n"
+        "        x = x.contiguous()\n"
         "        out = torch.empty_like(x)\n"
         "        relu_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)\n"
         "        return out\n")

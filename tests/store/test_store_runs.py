@@ -66,7 +66,7 @@ def test_sync_records_the_run_its_candidates_and_events(run: RealRun) -> None:
                 node.parent, node.repair_of, node.status, node.source, node.speedup,
                 node.prompt, node.reply, node.result_json, node.diagnosis, node.round)
         assert cands["n0003"].repair_of == "n0002" and cands["n0003"].origin == "debugger"
-        assert cands["n0002"].status == "runtime_error" and cands["n0002"].message
+        assert cands["n0002"].status == "compile_error" and cands["n0002"].message
         assert cands["n0001"].diagnosis is not None
         assert cands["n0001"].diagnosis.kind == "memory-bound"
 
@@ -181,4 +181,4 @@ def test_a_store_is_sqlite_a_user_can_query(run: RealRun, tmp_path: Path) -> Non
     conn = sqlite3.connect(path)
     rows = conn.execute("SELECT node_id, status FROM candidates ORDER BY node_id").fetchall()
     conn.close()
-    assert rows == [("n0001", "ok"), ("n0002", "runtime_error"), ("n0003", "ok")]
+    assert rows == [("n0001", "ok"), ("n0002", "compile_error"), ("n0003", "ok")]

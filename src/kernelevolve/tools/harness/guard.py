@@ -8,35 +8,44 @@ process it runs in.
 - :class:`Integrity` snapshots the functions the harness relies on (timers, comparisons,
   synchronization) and reports any that a candidate replaced.
 
-Worker-side: torch, triton and the standard library only.
+Worker-side: torch, triton, the standard library and kernelevolve.errors only.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelevolve.errors import WorkerError
+
 # Ops that only allocate, describe or re-view memory, or move/cast it without computing:
-# what a candidate's forward may use besides its own kernels.
+# what a candidate's forward may use besides its own kernels. cat and stack are data movement:
+# like copy_ they copy bytes into a new allocation and compute nothing, so joining kernel outputs
+# is not "torch doing the work" (a problem that is only a concatenation still needs a launch).
+# promote_types, result_type and can_cast read dtypes, never tensor data.
 ALLOWED_ATEN_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
     "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
     "fill_", "zero_", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t",
     "transpose", "permute", "expand", "unsqueeze", "squeeze", "select", "slice", "narrow",
-    "split", "split_with_sizes", "unbind", "detach", "alias", "lift_fresh", "clone", "copy_",
+    "split", "split_with_sizes", "unbind", "detach", "alias", "clone", "copy_", "cat", "stack",
     "_to_copy", "contiguous", "view_as", "expand_as", "flatten", "unflatten", "movedim",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "stride", "size",
     "is_contiguous", "resize_", "set_", "arange", "_has_compatible_shallow_copy_type",
+    "promote_types", "result_type", "can_cast",
 })
-# Not allowed on purpose: _local_scalar_dense (.item(): host-side compute and fingerprinting of
-# inputs) and lift_fresh (tensors built from Python data computed on the host).
+# Not allowed on purpose: _local_scalar_dense (.item(), float(t): host-side compute and
+# fingerprinting of inputs) and lift_fresh (torch.tensor(data), torch.as_tensor, legacy
+# constructors: tensors built from Python data computed on the host).
 
 
 # What a user-facing library op name dispatches to: F.conv2d reaches the dispatcher as
@@ -74,18 +83,64 @@ def op_name(func: Any) -> str:
 
 
 class OpRecorder(TorchDispatchMode):
-    """Counts the aten ops dispatched while active."""
+    """Counts the aten ops dispatched while active, and notes what moved tensor data past it:
+    ops that reached a tensor subclass with its own ``__torch_dispatch__``, and tensors printed
+    as text."""
+
+    _recording: ClassVar[list[OpRecorder]] = []  # the recorders now active (nested ones too)
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: Counter[str] = Counter()
+        self.unseen: set[str] = set()
+
+    def __enter__(self) -> OpRecorder:
+        _watch_tensor_printing()
+        OpRecorder._recording.append(self)
+        return super().__enter__()  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: Any) -> None:
+        OpRecorder._recording.remove(self)
+        super().__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         self.ops[op_name(func)] += 1
+        # ``types`` names the arguments' tensor subclasses that override __torch_dispatch__:
+        # this mode runs first, then their handler, which may run any torch op with no mode
+        # active, unrecorded. (Plain tensors and nn.Parameter never appear here.)
+        for cls in types:
+            self.unseen.add(f"{op_name(func)} on the tensor subclass {cls.__name__}, whose "
+                            f"__torch_dispatch__ runs torch ops unrecorded")
         return func(*args, **(kwargs or {}))
 
     def forbidden(self, allowed_extra: set[str]) -> list[str]:
-        return sorted(op for op in self.ops if op not in ALLOWED_ATEN_OPS | allowed_extra)
+        ops = sorted(op for op in self.ops if op not in ALLOWED_ATEN_OPS | allowed_extra)
+        return ops + sorted(self.unseen)
+
+
+_PRINTED = ("a tensor printed as text (repr, str, format or print of a tensor): torch formats it "
+            "with every dispatch mode off, so its values reach Python on the host unrecorded; "
+            "remove the print and compute with a Triton kernel")
+
+
+def _watch_tensor_printing() -> None:
+    """Tensor.__repr__/__str__/__format__ end in torch._tensor_str._str, which turns the
+    dispatch modes off (the recorder included) and reads every value: a host round trip of
+    tensor data that would otherwise go unseen. While a recorder is active it is noted."""
+    import torch._tensor_str as tensor_str
+
+    original = tensor_str._str
+    if getattr(original, "_kernelevolve_watched", False):
+        return
+
+    @functools.wraps(original)
+    def _str(*args: Any, **kwargs: Any) -> Any:
+        for recorder in OpRecorder._recording:
+            recorder.unseen.add(_PRINTED)
+        return original(*args, **kwargs)
+
+    _str._kernelevolve_watched = True  # type: ignore[attr-defined]
+    tensor_str._str = _str
 
 
 class LaunchCounter:
@@ -235,7 +290,12 @@ class InterpreterBounds:
     """Out-of-bounds loads and stores in Triton's interpreter raise instead of reading or
     corrupting the worker's heap: every active lane's address must fall inside the storage of one
     of the launch's tensor arguments. (On a GPU such accesses fault or read neighbours silently;
-    here they would crash the worker or, for loads, pass unnoticed.)"""
+    here they would crash the worker or, for loads, pass unnoticed.)
+
+    Installing it also refuses launch arguments no compiled kernel takes (see
+    :func:`check_launch_arguments`) and makes ``@triton.autotune`` run without benchmarking (see
+    :func:`install_untimed_autotune`): the worker installs the interpreter's guards with this one
+    call."""
 
     def __init__(self) -> None:
         self.lo = np.zeros(0, dtype=np.uint64)
@@ -249,24 +309,40 @@ class InterpreterBounds:
 
         @functools.wraps(original_init)
         def init_args_hst(executor: Any, args_dev: Any, kwargs: Any) -> Any:
+            check_launch_arguments(executor, args_dev, kwargs)
             args_hst, kwargs_hst = original_init(executor, args_dev, kwargs)
             bounds.record([*args_hst, *kwargs_hst.values()])
             return args_hst, kwargs_hst
 
         interp.GridExecutor._init_args_hst = init_args_hst  # type: ignore[method-assign]
         builder = interp.interpreter_builder
-        load, store = builder.create_masked_load, builder.create_masked_store
+        for name, what in (("create_masked_load", "load"), ("create_masked_store", "store")):
+            setattr(builder, name, self._checking(getattr(builder, name), what))
+        install_untimed_autotune()
 
-        def create_masked_load(ptrs: Any, mask: Any, *args: Any) -> Any:
-            bounds.check(ptrs, mask, "load")
-            return load(ptrs, mask, *args)
+    def _checking(self, method: Any, what: str) -> Any:
+        """``method`` (a builder's masked load or store), checking the addresses before each call.
 
-        def create_masked_store(ptrs: Any, value: Any, mask: Any, *args: Any) -> Any:
-            bounds.check(ptrs, mask, "store")
-            return store(ptrs, value, mask, *args)
+        The call is forwarded unchanged and ``ptrs`` and ``mask`` are found by name in the real
+        signature: Triton versions differ in the other parameters (3.7 passes cache_modifier and
+        eviction_policy, 3.9 one cache_policy; tensor descriptors pass them by keyword)."""
+        params = list(inspect.signature(method).parameters)
+        if "ptrs" not in params or "mask" not in params:
+            import triton
 
-        builder.create_masked_load = create_masked_load  # type: ignore[method-assign]
-        builder.create_masked_store = create_masked_store  # type: ignore[method-assign]
+            raise WorkerError(f"cannot bounds-check Triton {triton.__version__}'s interpreter: "
+                              f"{method.__name__}{inspect.signature(method)} has no ptrs or mask; "
+                              "install a Triton within the range pyproject.toml allows")
+        i_ptrs, i_mask = params.index("ptrs"), params.index("mask")
+
+        @functools.wraps(method)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            ptrs = args[i_ptrs] if i_ptrs < len(args) else kwargs["ptrs"]
+            mask = args[i_mask] if i_mask < len(args) else kwargs["mask"]
+            self.check(ptrs, mask, what)
+            return method(*args, **kwargs)
+
+        return checked
 
     def record(self, args: list[Any]) -> None:
         spans: list[tuple[int, int]] = []
@@ -278,6 +354,9 @@ class InterpreterBounds:
             elif isinstance(arg, torch.Tensor):
                 storage = arg.untyped_storage()
                 spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+            elif isinstance(getattr(arg, "base", None), torch.Tensor):
+                # triton.reinterpret's TensorWrapper and a TensorDescriptor: the tensor they view.
+                visit(arg.base)
 
         for arg in args:
             visit(arg)
@@ -303,3 +382,79 @@ class InterpreterBounds:
             f"tensor argument (first at {bad:#x}); mask the {what} (offs < size) or fix the "
             f"pointer arithmetic"
         )
+
+
+def _kernel_argument(value: Any, constexpr: bool) -> bool:
+    """Whether a compiled Triton kernel could take ``value``: tensors (also reinterpreted or as
+    descriptors), exact numbers, None, dtypes, and as ``tl.constexpr`` also strings and Triton
+    functions. Exact types: an int subclass's operators would be Python run inside the kernel."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorDescriptor
+    from triton.runtime.jit import ConstexprFunction, KernelInterface, TensorWrapper
+
+    if value is None or type(value) in (bool, int, float) or isinstance(
+            value, torch.Tensor | TensorWrapper | TensorDescriptor | tl.dtype | torch.dtype):
+        return True
+    if type(value) in (tuple, list, torch.Size):
+        return all(_kernel_argument(v, constexpr) for v in value)
+    if isinstance(value, tl.constexpr):
+        return _kernel_argument(value.value, True)
+    return constexpr and (type(value) is str
+                          or isinstance(value, KernelInterface | ConstexprFunction))
+
+
+def check_launch_arguments(executor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse a launch in Triton's interpreter that passes a kernel an argument no compiled
+    kernel takes. The interpreter hands such values to the kernel body unchanged, where their
+    methods and operators run as Python on the interpreter's numpy buffers (a GPU refuses them)."""
+    constexprs = set(getattr(executor, "constexprs", ()))
+    named = [*zip(executor.arg_names, args, strict=False), *kwargs.items()]
+    for name, value in named:
+        if not _kernel_argument(value, name in constexprs):
+            raise TypeError(
+                f"{executor.fn.__name__}: argument {name} is of type {type(value).__name__}, "
+                f"which a compiled Triton kernel cannot take (tensors, numbers, None and dtypes; "
+                f"strings and @triton.jit functions as tl.constexpr); in the interpreter it would "
+                f"run as Python inside the kernel. Pass tensors and numbers, compute with tl.* "
+                f"operations")
+
+
+# What @triton.autotune did in this process's interpreter: one line per kernel and key (the
+# worker may show them with the result).
+UNTIMED_AUTOTUNE: list[str] = []
+
+
+def install_untimed_autotune() -> None:
+    """Make ``@triton.autotune`` work in Triton's interpreter: it times its configs through the
+    active driver, which the interpreter has none of ("0 active drivers"). Here every config
+    "takes" the same time, so the first config that survives pruning runs, unbenchmarked; the
+    choice is noted in :data:`UNTIMED_AUTOTUNE` and on stderr. Timing and the real choice happen
+    on the cuda target."""
+    from triton.runtime.autotuner import Autotuner
+
+    if "do_bench" not in vars(Autotuner):
+        # Tritons before the lazy do_bench (triton-lang/triton#6570) fetch the benchmarker when
+        # the kernel is decorated; their own error stands, kernels without autotune still run.
+        return
+
+    def untimed(kernel_call: Any, quantiles: tuple[float, ...] = (0.5,)) -> list[float]:
+        return [0.0] * len(quantiles)
+
+    Autotuner.do_bench = property(lambda self: untimed)  # type: ignore[assignment,method-assign]
+    original_run = Autotuner.run
+
+    @functools.wraps(original_run)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original_run(self, *args, **kwargs)
+        if len(self.configs) > 1:
+            note = (f"@triton.autotune on {self.base_fn.__name__}: Triton's interpreter cannot "
+                    f"benchmark configs (it has no driver), so of {len(self.configs)} configs "
+                    f"the first left after pruning ran, unbenchmarked: "
+                    f"{getattr(self, 'best_config', self.configs[0])}; the cuda target times "
+                    f"them all")
+            if note not in UNTIMED_AUTOTUNE:
+                UNTIMED_AUTOTUNE.append(note)
+                print(f"kernelevolve: {note}", file=sys.stderr, flush=True)
+        return out
+
+    Autotuner.run = run  # type: ignore[method-assign]

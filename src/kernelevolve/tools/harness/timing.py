@@ -11,6 +11,7 @@ Worker-side: torch and the standard library only.
 
 from __future__ import annotations
 
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -53,6 +54,15 @@ class Latency:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def of_dict(cls, data: dict[str, Any]) -> Latency:
+        """From ``to_dict``'s shape, every field type-checked (it may come from the candidate's
+        process)."""
+        return cls(median_ms=float(data["median_ms"]), mean_ms=float(data["mean_ms"]),
+                   stdev_ms=float(data["stdev_ms"]), iqr_ms=float(data["iqr_ms"]),
+                   min_ms=float(data["min_ms"]), max_ms=float(data["max_ms"]),
+                   cv=float(data["cv"]), trials=int(data["trials"]))
 
 
 def time_interleaved(
@@ -112,3 +122,41 @@ def time_interleaved(
     torch.cuda.synchronize()
     del flush
     return {n: Latency.of([s.elapsed_time(e) for s, e in events[n]]) for n in names}
+
+
+class InputVariation:
+    """New values for a set of inputs before every timed trial, so a result memoized by pointer,
+    version counter or fingerprint is wrong: each floating input gets its base values rotated by
+    a random offset (the same values, so the same distribution, in a new arrangement); a sorted
+    one (bucket boundaries) is scaled instead, keeping its order. ``apply(inputs, shift)`` with
+    a recorded shift rebuilds a trial's exact inputs."""
+
+    def __init__(self, base: list[Any]) -> None:
+        self.base = base
+        self.varied = [i for i, t in enumerate(base) if isinstance(t, torch.Tensor)
+                       and t.dtype.is_floating_point and t.numel() > 1]
+        self.ordered = {i for i in self.varied if base[i].numel() <= 1 << 20
+                        and bool((base[i].reshape(-1).diff() >= 0).all())}
+
+    def apply(self, inputs: list[Any], shift: int | None = None) -> int:
+        shift = 1 + secrets.randbelow(2**40) if shift is None else shift
+        for i in self.varied:
+            if i in self.ordered:
+                torch.mul(self.base[i], 1.0 + (shift % 997) / 997.0, out=inputs[i])
+            else:
+                _rotate_into(inputs[i], self.base[i], shift)
+        return shift
+
+
+def _rotate_into(dst: torch.Tensor, src: torch.Tensor, shift: int) -> None:
+    """``dst`` (same shape as ``src``) gets ``src``'s values rotated by ``shift`` positions in
+    row-major order: two copies, no temporary."""
+    n = src.numel()
+    k = shift % n
+    flat_src = src.reshape(-1)
+    if not dst.is_contiguous():  # a strided input: rotate into a temporary, copy it over
+        dst.copy_(flat_src.roll(-k).view_as(src))
+        return
+    flat_dst = dst.view(-1)
+    flat_dst[:n - k].copy_(flat_src[k:])
+    flat_dst[n - k:].copy_(flat_src[:k])

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
+import functools
 import importlib.util
 import json
 import os
@@ -30,7 +32,6 @@ import platform
 import secrets
 import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -43,31 +44,20 @@ import torch
 from kernelevolve.errors import ProblemError
 from kernelevolve.problem import (
     Problem,
-    as_list,
     call_factory,
     parse_problem,
     size_families,
-    tensors,
 )
 from kernelevolve.tools.harness import compare
+from kernelevolve.tools.harness.candidate import CandidateProcess, Verdict, tb_tail
 from kernelevolve.tools.harness.guard import (
+    ALLOWED_ATEN_OPS,
     Integrity,
     InterpreterBounds,
     LaunchCounter,
-    OpRecorder,
     expand_allowed,
 )
-from kernelevolve.tools.harness.timing import Latency, time_interleaved
-
-
-class Verdict(Exception):
-    """Ends an evaluation with a status other than ok."""
-
-    def __init__(self, status: str, message: str, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.fatal = fatal  # the process is unusable afterwards (a CUDA error poisons it)
+from kernelevolve.tools.harness.timing import InputVariation, Latency, time_interleaved
 
 
 @dataclass
@@ -81,6 +71,7 @@ class WorkerState:
     compiled: dict[tuple[str, str], Any] = field(default_factory=dict)
     other_sizes: dict[tuple[str, str], tuple[dict[str, int] | None, str]] = field(
         default_factory=dict)
+    host_inputs: dict[str, bool] = field(default_factory=dict)  # problems whose inputs need the CPU
     jobs: int = 0
 
 
@@ -95,76 +86,32 @@ class Plan:
     pointer_reuse: bool = False
 
 
-def _tb_tail(exc: BaseException, limit: int = 12) -> str:
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    return "".join(lines)[-4000:] if len(lines) < limit else "".join(lines[-limit:])[-4000:]
-
-
-def _is_compile_error(exc: BaseException) -> bool:
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"}) \
-        or "error building extension" in str(exc).lower()
-
-
-def _is_fatal_device_error(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(s in text for s in ("illegal memory access", "cuda error", "device-side assert",
-                                   "acceleratorerror", "misaligned address", "unspecified launch failure"))
+def _strided_copy(t: torch.Tensor) -> torch.Tensor:
+    """The same values in non-contiguous memory: the last two dims transposed in storage (a
+    vector: every other element of a buffer twice as long)."""
+    if t.dim() >= 2 and t.shape[-1] > 1 and t.shape[-2] > 1:
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if t.dim() >= 1 and t.numel() > 1:
+        wide = torch.empty((*t.shape[:-1], 2 * t.shape[-1]), dtype=t.dtype, device=t.device)
+        view = wide[..., ::2]
+        view.copy_(t)
+        return view
+    return t
 
 
 def _to_device(values: list[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def load_candidate(path: Path, state: WorkerState) -> type:
-    """Import the candidate file as a fresh module and return its ModelNew."""
-    name = f"kernelevolve_candidate_{state.jobs}_{abs(hash(str(path))) % 10**8}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise Verdict("compile_error", f"cannot import candidate file {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        raise Verdict("compile_error", f"importing the candidate failed: {type(exc).__name__}: "
-                                       f"{exc}\n{_tb_tail(exc)}") from exc
-    tampered = state.integrity.tampered()
-    if tampered:
-        raise Verdict("cheat", f"importing the candidate replaced harness functions: {tampered}")
-    cls = getattr(module, "ModelNew", None)
-    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
-        raise Verdict("compile_error", "the candidate defines no class ModelNew(nn.Module)")
-    return cls
-
-
-class _ThreadWatch:
-    """Counts threads started from the main thread while active. Threads that libraries start
-    from their own background threads (torch.compile's worker pools) are not the candidate's."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._original = threading.Thread.start
-
-    def __enter__(self) -> _ThreadWatch:
-        original, watch = self._original, self
-
-        def start(thread: threading.Thread) -> None:
-            if threading.current_thread() is threading.main_thread():
-                watch.count += 1
-            original(thread)
-
-        threading.Thread.start = start  # type: ignore[method-assign,assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        threading.Thread.start = self._original  # type: ignore[method-assign,assignment]
-
-
 class Evaluation:
-    """One candidate against one problem on this worker's target."""
+    """One candidate against one problem on this worker's target: the judge's side.
 
-    def __init__(self, job: dict[str, Any], state: WorkerState) -> None:
+    The judge never imports the candidate. It forks the candidate process first
+    (candidate.CandidateProcess), then draws the seeds, builds the reference, makes the inputs,
+    computes the expected outputs and compares; the candidate process only runs forwards."""
+
+    def __init__(self, job: dict[str, Any], state: WorkerState,
+                 close_in_candidate: tuple[int, ...] = ()) -> None:
         self.job = job
         self.state = state
         self.cfg: dict[str, Any] = job["config"]
@@ -178,7 +125,16 @@ class Evaluation:
         self.flags: list[str] = []
         self.first_call_s = 0.0
         self.compile_ref_s = 0.0
-        self.instances: dict[str, tuple[torch.nn.Module, torch.nn.Module]] = {}
+        self.instances: dict[str, torch.nn.Module] = {}
+        self.buffers: dict[int, int] = {}  # id() of an input list -> its buffer in the candidate
+        self.live: list[list[Any]] = []  # those lists, kept so an id() is never reused
+        self.sent: set[int] = set()  # buffers whose current values the candidate holds
+        # Forked before any seed is drawn or reference built: the candidate's process holds no
+        # knowledge of the inputs to come.
+        self.remote = CandidateProcess(Path(job["candidate"]), self.device, state.launches,
+                                       state.integrity, f"{state.jobs}", close_in_candidate)
+        if self.device.type == "cuda":
+            torch.cuda.init()
         # Seeds are drawn per evaluation unless the user fixes one, so a candidate cannot carry
         # answers precomputed for known inputs; they are reported, so a run can be replayed.
         seed = self.cfg.get("seed")
@@ -203,36 +159,56 @@ class Evaluation:
             self.state.shrunk[key] = problem.shrink_sizes(key[1])
         return dict(self.state.shrunk[key])
 
-    def build(self, problem: Problem, cand_cls: type, sizes: dict[str, int]
-              ) -> tuple[Any, torch.nn.Module, torch.nn.Module]:
-        """The problem module at ``sizes`` with reference and candidate models. When the
-        constructor arguments are those of an earlier plan, the same instances are reused, so
-        state a candidate keeps between calls (a size fixed at the first call) is exercised."""
-        seed = self.seed
-        module, ref, init_inputs = problem.instantiate(sizes, seed)
-        key = repr(init_inputs)
-        if key in self.instances:
-            ref, cand = self.instances[key]
-            return module, ref, cand
-        torch.manual_seed(seed)
-        try:
-            cand = cand_cls(*init_inputs)
-        except Exception as exc:
-            raise Verdict("runtime_error", f"ModelNew(*get_init_inputs()) raised "
-                                           f"{type(exc).__name__}: {exc}\n{_tb_tail(exc)}") from exc
-        try:
-            cand.load_state_dict(ref.state_dict(), strict=True)
-        except RuntimeError as exc:
-            raise Verdict("compile_error", "ModelNew's parameters and buffers must have the same "
-                                           f"names and shapes as Model's: {exc}") from exc
-        self.instances[key] = (ref.to(self.device), cand.to(self.device))
-        return module, *self.instances[key]
+    def build(self, problem: Problem, sizes: dict[str, int], perturb: bool = False
+              ) -> tuple[Any, torch.nn.Module, str]:
+        """The problem module at ``sizes``, the reference model and the key of the candidate's
+        instance. When the constructor arguments are those of an earlier plan, the same
+        instances are reused, so state a candidate keeps between calls is exercised. The
+        candidate gets a copy of the reference's weights: nothing it does reaches these.
+        ``perturb``: another pair whose floating parameters moved away from their initial
+        values (by their own spread, at least 0.1)."""
+        module, ref, init_inputs = problem.instantiate(sizes, self.seed)
+        key = repr(init_inputs) + (" perturbed" if perturb else "")
+        if key not in self.instances:
+            if perturb:
+                gen = torch.Generator().manual_seed(self.seed + 2400)
+                with torch.no_grad():
+                    for p in ref.parameters():
+                        if p.dtype.is_floating_point and p.numel():
+                            spread = max(float(p.float().std()) if p.numel() > 1 else 0.0, 0.1)
+                            noise = torch.randn(p.shape, generator=gen) * spread
+                            p.add_(noise.to(p.dtype))
+            weights = {k: v.detach().clone() for k, v in ref.state_dict().items()}
+            self.remote.ask("build", key=key, init_inputs=init_inputs, state=weights,
+                            seed=self.seed)
+            self.instances[key] = ref.to(self.device)
+        return module, self.instances[key], key
 
     def inputs(self, module: Any, problem: Problem, seed: int) -> list[Any]:
+        """``get_inputs()`` under ``seed``, made on the evaluation device where the problem's
+        code allows it (a 6 GB ``torch.rand`` takes ~10 s on the CPU, milliseconds on a GPU);
+        on the CPU otherwise, and the result says so."""
         torch.manual_seed(seed)
+        if self.device.type == "cuda" and not self.state.host_inputs.get(problem.digest):
+            try:
+                with torch.device(self.device):
+                    values = call_factory(module, "get_inputs", problem.path)
+                torch.manual_seed(secrets.randbelow(2**62))
+                return _to_device(values, self.device)
+            except ProblemError as exc:
+                self.state.host_inputs[problem.digest] = True
+                self.flags.append(f"inputs made on the CPU: get_inputs() fails on the GPU "
+                                  f"({str(exc)[:160]})")
+                torch.manual_seed(seed)
         values = _to_device(call_factory(module, "get_inputs", problem.path), self.device)
         torch.manual_seed(secrets.randbelow(2**62))  # torch.initial_seed() tells nothing
         return values
+
+    def _buffer(self, inputs: list[Any]) -> int:
+        if id(inputs) not in self.buffers:
+            self.buffers[id(inputs)] = len(self.buffers)
+            self.live.append(inputs)
+        return self.buffers[id(inputs)]
 
     # -- running ----------------------------------------------------------------------------
     def reference(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
@@ -244,60 +220,67 @@ class Evaluation:
                                f"{exc}") from exc
         return compare.clone_tree(out)
 
-    def run_candidate(self, cand: torch.nn.Module, inputs: list[Any], label: str) -> Any:
-        """One forward under the op recorder and launch counter, with the anti-cheat checks."""
-        launches = self.state.launches
-        before = compare.snapshot(inputs)
-        started = _ThreadWatch()
-        stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
-        recorder = OpRecorder()
-        launches.count = 0
-        t0 = time.perf_counter()
+    def reference64(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+        """The reference in float64 (weights and floating inputs cast), or None where the
+        problem does not run so (dtype-specific ops)."""
         try:
-            with torch.no_grad(), recorder, started:
-                out = cand(*inputs)
-            if self.device.type == "cuda":
-                torch.cuda.synchronize()
-        except Verdict:
-            raise
-        except Exception as exc:
-            status = "compile_error" if _is_compile_error(exc) else "runtime_error"
-            raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
-                                  f"{_tb_tail(exc)}", fatal=_is_fatal_device_error(exc)) from exc
+            ref64 = copy.deepcopy(ref).double()
+            args = [v.double() if isinstance(v, torch.Tensor) and v.dtype.is_floating_point
+                    else v for v in compare.snapshot(inputs)]
+            with torch.no_grad():
+                return compare.clone_tree(ref64(*args))
+        except Exception:  # the comparison then stays as it was
+            return None
+
+    def run_candidate(self, key: str, inputs: list[Any], label: str) -> Any:
+        """One forward in the candidate's process, judged by the rules held here."""
+        buf = self._buffer(inputs)
+        fresh = buf not in self.sent
+        # Sent as they are (strides too): serialising copies them.
+        reply = self.remote.ask("forward", key=key, buf=buf, inputs=inputs if fresh else None)
+        self.sent.add(buf)
+        out, obs = reply.get("out"), _Observed.of(reply)
         if not self.first_call_s:
-            self.first_call_s = time.perf_counter() - t0
-        self.ops_seen |= set(recorder.ops)
-        self.max_launches = max(self.max_launches, launches.count)
-        forbidden = recorder.forbidden(self.allowed)
+            self.first_call_s = obs.seconds
+        self.flags.extend(n for n in obs.notes if n not in self.flags)  # e.g. autotune untimed
+        self.ops_seen |= set(obs.ops)
+        self.max_launches = max(self.max_launches, obs.launches)
+        forbidden = sorted(op for op in obs.ops if op not in ALLOWED_ATEN_OPS | self.allowed)
         if forbidden:
             raise Verdict("cheat", f"the forward ran torch ops that do the work ({label}): "
                                    f"{', '.join(forbidden)}. Only allocation/view ops are allowed "
                                    f"unless the user allows named library ops (eval.allowed_ops)")
-        if launches.count == 0:
+        if obs.launches == 0:
             raise Verdict("cheat", f"the forward launched no custom kernel ({label}): a candidate "
                                    f"must compute with its own Triton or CUDA kernels")
-        odd = [type(v).__name__ for v in as_list(out)
-               if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor]
-        if odd:
-            raise Verdict("cheat", f"the forward returned tensor subclasses ({', '.join(odd)}): "
-                                   f"outputs must be plain torch.Tensor ({label})")
-        changed = compare.modified_inputs(before, inputs)
+        if obs.odd_outputs:
+            raise Verdict("cheat", f"the forward returned tensor subclasses "
+                                   f"({', '.join(obs.odd_outputs)}): outputs must be plain "
+                                   f"torch.Tensor ({label})")
+        after = reply.get("inputs_after")
+        changed = (compare.modified_inputs(inputs, after) if isinstance(after, list)
+                   and len(after) == len(inputs) else obs.modified)
         if changed:
             raise Verdict("cheat", f"the forward modified its inputs {changed} ({label})")
-        if started.count:
-            raise Verdict("cheat", f"the forward started {started.count} threads ({label}): "
+        if obs.threads:
+            raise Verdict("cheat", f"the forward started {obs.threads} threads ({label}): "
                                    f"work on other threads escapes the op recorder and timer")
-        if stream is not None and torch.cuda.current_stream() != stream:
+        if obs.stream_switched:
             raise Verdict("cheat", f"the forward switched the current CUDA stream ({label})")
-        tampered = self.state.integrity.tampered()
-        if tampered:
-            raise Verdict("cheat", f"the forward replaced harness functions: {tampered}")
+        if obs.tampered:
+            raise Verdict("cheat", f"the forward replaced harness functions: {obs.tampered}")
         return out
 
-    def compare(self, expected: Any, actual: Any, label: str) -> None:
-        errors, problem = compare.compare_outputs(
-            expected, actual, self.cfg.get("atol"), self.cfg.get("rtol"),
-            bool(self.cfg.get("allow_loose_fp32")))
+    def compare(self, expected: Any, actual: Any, label: str,
+                truth: Callable[[], Any] | None = None) -> None:
+        """Compare, and where only the output's own scale refuses it, ask ``truth`` (the
+        reference in float64) how inexact the fp32 reference itself is there."""
+        args = (self.cfg.get("atol"), self.cfg.get("rtol"), bool(self.cfg.get("allow_loose_fp32")))
+        errors, problem = compare.compare_outputs(expected, actual, *args)
+        if problem and truth is not None and "scaled to the output" in problem:
+            exact = truth()
+            if exact is not None:
+                errors, problem = compare.compare_outputs(expected, actual, *args, truth=exact)
         for err in errors:
             worst = self.errors.get(err.index)
             if worst is None or err.max_abs_error > worst["max_abs_error"]:
@@ -305,21 +288,17 @@ class Evaluation:
         if problem:
             raise Verdict("mismatch", f"{label}: {problem}")
 
-    def check_once(self, cand: torch.nn.Module, ref: torch.nn.Module, inputs: list[Any],
+    def check_once(self, key: str, ref: torch.nn.Module, inputs: list[Any],
                    label: str) -> tuple[Any, Any]:
-        """Reference, poison, candidate, compare: one input set. Returns the candidate's output
-        and the reference's."""
+        """Reference, candidate, compare: one input set. Returns the candidate's output and
+        the reference's. (The reference's outputs never leave this process, so nothing of them
+        can be found in the candidate's memory.)"""
         # Written before the run, so a crash's stderr tail says where the worker died.
         print(f"[kernelevolve] checking {label}", file=sys.stderr, flush=True)
         expected = self.reference(ref, inputs)
-        keep = compare.clone_tree(expected)
-        out_bytes = sum(t.numel() * t.element_size() for t in tensors(as_list(keep)))
-        compare.poison(expected)
-        del expected
-        compare.poison_allocator(2 * out_bytes, self.device)
-        out = self.run_candidate(cand, inputs, label)
-        self.compare(keep, out, label)
-        return out, keep
+        out = self.run_candidate(key, inputs, label)
+        self.compare(expected, out, label, truth=lambda: self.reference64(ref, inputs))
+        return out, expected
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
         """New values into the same input storage: catches results keyed by data pointers.
@@ -336,6 +315,7 @@ class Evaluation:
                 old.copy_(new)
             elif old.dtype.is_floating_point:
                 old.copy_(torch.randn(old.shape, device=old.device).to(old.dtype))
+        self.sent.discard(self._buffer(inputs))
 
     # -- the cascade ------------------------------------------------------------------------
     def plans(self, problem: Problem, base: dict[str, int]) -> list[Plan]:
@@ -357,7 +337,23 @@ class Evaluation:
             self.flags.append(f"checked at one shape only: {why}")
         else:
             plans.append(Plan("other shapes", sizes, [seed + 2000, seed + 2001]))
+        larger = self.larger_sizes(problem, base)
+        if larger is not None:
+            plans.append(Plan("larger shapes", larger, [seed + 2500]))
         return plans
+
+    def larger_sizes(self, problem: Problem, base: dict[str, int]) -> dict[str, int] | None:
+        """Where the interpreter checks shrunk sizes, sizes nearer the problem's own (4x the
+        elements, up to its own): a kernel right only up to one block, or for the shrunk
+        shapes, fails there. On a GPU the problem's own sizes are the base: none larger."""
+        if self.device.type == "cuda" or base == problem.sizes:
+            return None
+        budget = 4 * int(self.cfg["cpu_max_elements"])
+        key = (problem.digest, budget)
+        if key not in self.state.shrunk:
+            self.state.shrunk[key] = problem.shrink_sizes(budget)
+        larger = dict(self.state.shrunk[key])
+        return larger if larger != base else None
 
     def other_sizes(self, problem: Problem, base: dict[str, int]
                     ) -> tuple[dict[str, int] | None, str]:
@@ -366,41 +362,86 @@ class Evaluation:
             self.state.other_sizes[key] = problem.other_sizes(base)
         return self.state.other_sizes[key]
 
-    def run_plan(self, problem: Problem, cand_cls: type, plan: Plan) -> tuple[Any, Any, Any]:
-        module, ref, cand = self.build(problem, cand_cls, plan.sizes)
+    def run_plan(self, problem: Problem, plan: Plan) -> tuple[Any, torch.nn.Module, str]:
+        module, ref, key = self.build(problem, plan.sizes)
         inputs: list[Any] = []
-        earlier: tuple[Any, Any, Any] | None = None
+        earlier: tuple[Any, Any] | None = None
         for k, seed in enumerate(plan.seeds):
             inputs = self.inputs(module, problem, seed)
             label = f"{plan.label} {k + 1}/{len(plan.seeds)} at {plan.sizes}"
-            out, expected = self.check_once(cand, ref, inputs, label)
+            out, expected = self.check_once(key, ref, inputs, label)
             if plan.determinism and k == 0:
-                again = self.run_candidate(cand, inputs, label + ", second run")
+                again = self.run_candidate(key, inputs, label + ", second run")
                 if not compare.bitwise_equal(out, again):
                     self.nondeterministic = True
-                    self.compare(self.reference(ref, inputs), again, label + ", second run")
+                    self.compare(expected, again, label + ", second run")
             # An output handed out earlier must not change when the forward runs again: outputs
             # that alias a buffer kept between calls would corrupt the caller's results.
-            if earlier is not None and not compare.bitwise_equal(earlier[0], earlier[1]):
-                raise Verdict("mismatch", f"{label}: an output returned by the previous call "
-                                          f"changed when the forward ran again (outputs alias "
-                                          f"memory the candidate keeps between calls)")
+            if earlier is not None:
+                now = self.remote.ask("resend_previous").get("out")
+                if not compare.bitwise_equal(earlier[0], now):
+                    raise Verdict("mismatch", f"{label}: an output returned by the previous call "
+                                              f"changed when the forward ran again (outputs "
+                                              f"alias memory the candidate keeps between calls)")
             # Within tolerance is not enough where the answer barely moves (a loss over 1e9
             # terms): an output that stays bitwise the same while the reference's changes does
             # not depend on the input.
-            if (earlier is not None and compare.bitwise_equal(out, earlier[1])
-                    and not compare.bitwise_equal(expected, earlier[2])):
+            if (earlier is not None and compare.bitwise_equal(out, earlier[0])
+                    and not compare.bitwise_equal(expected, earlier[1])):
                 raise Verdict("mismatch", f"{label}: the output is bitwise the same as for the "
                                           f"previous input set while the reference's changed: "
                                           f"it does not depend on the input")
-            earlier = (out, compare.clone_tree(out), expected)
+            earlier = (out, expected)
+            self.remote.ask("keep_previous")
         self.check(f"correct on {plan.label}", True,
                    f"{len(plan.seeds)} sets at {plan.sizes}, seeds {plan.seeds}")
         if plan.pointer_reuse:
             self.refill(module, problem, inputs, self.seed + 3000)
-            self.check_once(cand, ref, inputs, "new values in the same input memory")
+            self.check_once(key, ref, inputs, "new values in the same input memory")
             self.check("no results reused across calls", True, "same pointers, new values")
-        return module, ref, cand
+        return module, ref, key
+
+    def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
+        """Inputs ``get_inputs()`` never draws, at the base sizes: other magnitudes and offsets
+        (a softmax without max-subtraction overflows, a series valid only near zero drifts),
+        non-contiguous views of the same values (a kernel that ignores strides reads the wrong
+        elements), and parameters away from their initial values (a kernel that skips a weight
+        of 1 and a bias of 0). A variant whose reference output is not finite, or that the
+        reference refuses, is skipped and named."""
+        module, ref, key = self.build(problem, sizes)
+        base = self.inputs(module, problem, self.seed + 2200)
+        if not any(isinstance(t, torch.Tensor) and t.dtype.is_floating_point for t in base):
+            self.check("other input values", True, "skipped: no floating inputs", skipped=True)
+            return
+        variants: list[tuple[str, Callable[[torch.Tensor], torch.Tensor]]] = [
+            ("inputs x 100", lambda t: t * 100),
+            ("inputs + 4", lambda t: t + 4),
+            ("non-contiguous inputs", _strided_copy),
+        ]
+        done, skipped = [], []
+        for name, transform in variants:
+            inputs = [transform(t) if isinstance(t, torch.Tensor) and t.dtype.is_floating_point
+                      else t for t in base]
+            try:
+                expected = self.reference(ref, inputs)
+            except ProblemError as exc:
+                skipped.append(f"{name} (the reference refuses them: {str(exc)[:120]})")
+                continue
+            if not all(bool(torch.isfinite(t).all()) for t in compare.tensors_of(expected)
+                       if t.dtype.is_floating_point):
+                skipped.append(f"{name} (the reference is not finite there)")
+                continue
+            out = self.run_candidate(key, inputs, name)
+            self.compare(expected, out, f"{name} at {sizes}",
+                         truth=functools.partial(self.reference64, ref, inputs))
+            done.append(name)
+        if any(p.dtype.is_floating_point and p.numel() for p in ref.parameters()):
+            module, other_ref, other_key = self.build(problem, sizes, perturb=True)
+            inputs = self.inputs(module, problem, self.seed + 2300)
+            self.check_once(other_key, other_ref, inputs, f"other parameter values at {sizes}")
+            done.append("other parameter values")
+        self.check("correct on other input values", True,
+                   ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
 
     def compiled_reference(self, problem: Problem, ref: torch.nn.Module, sizes: dict[str, int]):
         key = (problem.digest, json.dumps(sizes, sort_keys=True))
@@ -413,28 +454,17 @@ class Evaluation:
             self.compile_ref_s = time.perf_counter() - t0
         return self.state.compiled[key]
 
-    def time_on_cuda(self, problem: Problem, module: Any, ref: torch.nn.Module,
-                     cand: torch.nn.Module, sizes: dict[str, int]) -> dict[str, Any]:
-        """Candidate, eager and torch.compile timed interleaved. Before every trial the floating
-        inputs get new values (the base set rotated by a random offset: the same values, so the
-        same distribution, in a new arrangement), so a result memoized by pointer, version
-        counter or fingerprint is wrong; the candidate's outputs of a random sample of trials
-        are then checked against the reference on those trials' exact inputs."""
+    def time_on_cuda(self, problem: Problem, module: Any, ref: torch.nn.Module, key: str,
+                     sizes: dict[str, int]) -> dict[str, Any]:
+        """The candidate timed in its process, eager and torch.compile here, each on inputs
+        that get new values before every trial (timing.InputVariation), so a memoized result
+        is wrong; the candidate's outputs of a random sample of trials are checked here
+        against the reference on those trials' exact inputs."""
         cfg = self.cfg
         inputs = self.inputs(module, problem, self.seed + 4000)
-        base = compare.snapshot(inputs)
-        rotated = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)
-                   and t.dtype.is_floating_point and t.numel() > 1]
-        fns: dict[str, Callable[[], Any]] = {}
-
-        def candidate() -> Any:
-            return cand(*inputs)
-
-        def eager() -> Any:
-            return ref(*inputs)
-
-        fns["candidate"], fns["eager"] = candidate, eager
+        variation = InputVariation(compare.snapshot(inputs))
         compile_error = None
+        fns: dict[str, Callable[[], Any]] = {"eager": lambda: ref(*inputs)}
         if cfg.get("compile_reference", True):
             compiled = self.compiled_reference(problem, ref, sizes)
             if isinstance(compiled, str):
@@ -449,49 +479,44 @@ class Evaluation:
                 except Exception as exc:  # recorded, timing goes on without it
                     compile_error = f"{type(exc).__name__}: {exc}"
                 self.compile_ref_s += time.perf_counter() - t0
-        shifts: dict[tuple[str, int], int] = {}
-        sample_rounds = {0, 1 + secrets.randbelow(9),
-                         10 + secrets.randbelow(max(1, int(cfg["min_trials"]) - 10))}
-        samples: dict[int, tuple[int, Any]] = {}
-
-        # A sorted input (bucket boundaries) keeps its order: it is scaled instead of rotated.
-        ordered = {i for i in rotated if base[i].numel() <= 1 << 20
-                   and bool((base[i].reshape(-1).diff() >= 0).all())}
-
-        def vary(shift: int) -> None:
-            for i in rotated:
-                if i in ordered:
-                    torch.mul(base[i], 1.0 + (shift % 997) / 997.0, out=inputs[i])
-                else:
-                    _rotate_into(inputs[i], base[i], shift)
-
-        def before(name: str, round_: int) -> None:
-            shift = 1 + secrets.randbelow(2**40)
-            vary(shift)
-            shifts[(name, round_)] = shift
-
-        def after(name: str, round_: int, out: Any) -> None:
-            if name == "candidate" and round_ in sample_rounds:
-                samples[round_] = (shifts[(name, round_)], compare.clone_tree(out))
+        timing_cfg = {k: cfg[k] for k in ("min_trials", "min_time_s", "max_trials", "warmup_ms")}
+        sample_rounds = sorted({0, 1 + secrets.randbelow(9),
+                                10 + secrets.randbelow(max(1, int(cfg["min_trials"]) - 10))})
+        buf = self._buffer(inputs)
+        self.run_candidate(key, inputs, "timed inputs")  # the candidate holds these values
+        reply = self.remote.ask("time", key=key, buf=buf, cfg=timing_cfg,
+                                sample_rounds=sample_rounds)
+        def vary(name: str, round_: int) -> None:
+            variation.apply(inputs)
 
         with torch.no_grad():
             lat = time_interleaved(fns, min_trials=int(cfg["min_trials"]),
                                    min_time_s=float(cfg["min_time_s"]),
                                    max_trials=int(cfg["max_trials"]),
-                                   warmup_ms=float(cfg["warmup_ms"]), before=before, after=after)
-        tampered = self.state.integrity.tampered()
-        if tampered:
-            raise Verdict("cheat", f"timing found harness functions replaced: {tampered}")
-        for round_, (shift, out) in sorted(samples.items()):
-            vary(shift)
-            self.compare(self.reference(ref, inputs), out, f"timed trial {round_ + 1} (outputs "
-                                                           f"produced inside the timing loop)")
+                                   warmup_ms=float(cfg["warmup_ms"]), before=vary)
+        try:
+            cand_lat = Latency.of_dict(reply["latency"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Verdict("cheat", f"the candidate's process sent a malformed timing ({exc})"
+                          ) from exc
+        if reply.get("tampered"):
+            raise Verdict("cheat", f"timing found harness functions replaced: "
+                                   f"{reply['tampered']}")
+        samples = list(reply.get("samples") or [])
+        if len(samples) < 2:
+            raise Verdict("cheat", f"the candidate's process returned {len(samples)} outputs of "
+                                   f"timed trials, the judge asked for {len(sample_rounds)}")
+        for round_, shift, out in samples:
+            variation.apply(inputs, int(shift))
+            self.compare(self.reference(ref, inputs), out,
+                         f"timed trial {int(round_) + 1} (an output produced inside the timing "
+                         f"loop)")
         self.check("correct inside the timing loop", True,
-                   f"{len(samples)} sampled trials of {lat['candidate'].trials}, each on new "
-                   f"input values" if rotated else "no floating inputs to vary")
-        c = lat["candidate"].median_ms
+                   f"{len(samples)} sampled trials of {cand_lat.trials}, each on new input "
+                   f"values" if variation.varied else "no floating inputs to vary")
+        c = cand_lat.median_ms
         timing: dict[str, Any] = {
-            "candidate": lat["candidate"].to_dict(), "eager": lat["eager"].to_dict(),
+            "candidate": cand_lat.to_dict(), "eager": lat["eager"].to_dict(),
             "compiled": lat["compiled"].to_dict() if "compiled" in lat else None,
             "speedup_vs_eager": lat["eager"].median_ms / c if c > 0 else None,
             "speedup_vs_compiled": lat["compiled"].median_ms / c if "compiled" in lat and c > 0
@@ -500,38 +525,34 @@ class Evaluation:
         }
         # After timing, the same input memory with new values must still give right answers.
         self.refill(module, problem, inputs, self.seed + 5000)
-        self.check_once(cand, ref, inputs, "after timing, new values in the same memory")
+        self.check_once(key, ref, inputs, "after timing, new values in the same memory")
         self.check("correct after timing", True, "")
         return timing
 
-    def time_on_mtia(self, problem: Problem, cand_cls: type) -> tuple[dict[str, Any], dict]:
+    def time_on_mtia(self, problem: Problem) -> tuple[dict[str, Any], dict]:
         """Simulated time on an MTIA generation at the problem's own (timed) sizes: the candidate
         runs in the interpreter under the chip model, sampling programs of large grids; the eager
         reference is modelled as one unfused kernel per aten op. Outputs of this sampled run are
         incomplete and not compared; correctness was checked before, with full runs."""
-        from kernelevolve.tools.mtia import MtiaIllegalKernel, simulate_forward, simulate_reference
+        from kernelevolve.tools.mtia import simulate_reference
 
         gen = self.state.target.partition(":")[2] or "2i"
-        module, ref, cand = self.build(problem, cand_cls, dict(problem.sizes))
+        module, ref, key = self.build(problem, dict(problem.sizes))
         inputs = self.inputs(module, problem, self.seed + 4000)
-        recorder = OpRecorder()
-
-        def forward() -> Any:
-            with torch.no_grad(), recorder:
-                return cand(*inputs)
-
-        try:
-            sim = simulate_forward(forward, gen)
-        except MtiaIllegalKernel as exc:
+        buf = self._buffer(inputs)
+        self.remote.ask("load_inputs", buf=buf, inputs=compare.snapshot(inputs))
+        reply = self.remote.ask("simulate", key=key, buf=buf, gen=gen)
+        forbidden = sorted(op for op in reply.get("ops", [])
+                           if op not in ALLOWED_ATEN_OPS | self.allowed)
+        if reply.get("illegal"):
             raise Verdict("compile_error", f"MTIA ({self.state.target}, simulated) cannot run this "
-                                           f"kernel: {'; '.join(exc.reasons)}") from exc
-        forbidden = recorder.forbidden(self.allowed)
+                                           f"kernel: {'; '.join(map(str, reply['illegal']))}")
         if forbidden:
             raise Verdict("cheat", f"at the timed sizes the forward ran torch ops that do the "
                                    f"work: {', '.join(forbidden)}")
         with torch.no_grad():
             base = simulate_reference(ref, compare.snapshot(inputs), gen)
-        cand_ms, eager_ms = sim.time_s * 1e3, base.time_s * 1e3
+        cand_ms, eager_ms = float(reply["time_s"]) * 1e3, base.time_s * 1e3
         timing = {
             "candidate": Latency.of([cand_ms]).to_dict(), "eager": Latency.of([eager_ms]).to_dict(),
             "compiled": None, "speedup_vs_eager": eager_ms / cand_ms if cand_ms > 0 else None,
@@ -539,39 +560,40 @@ class Evaluation:
             "compile_error": "no torch.compile reference on a simulated target",
             "sizes": dict(problem.sizes), "simulated": True,
         }
-        profile = {"instrument": "mtia-sim", "candidate": sim.to_dict(),
+        profile = {"instrument": "mtia-sim", "candidate": reply["sim"],
                    "eager_reference": base.to_dict()}
-        self.check("simulated on MTIA", True, f"{gen}: limited by {sim.limiting_resource}")
+        self.check("simulated on MTIA", True, f"{gen}: limited by {reply['limiting_resource']}")
         return timing, profile
 
     def run(self) -> dict[str, Any]:
         t_start = time.perf_counter()
         problem = self.problem()
-        cand_cls = load_candidate(Path(self.job["candidate"]), self.state)
+        self.remote.ask("load")
         self.check("imports and defines ModelNew", True, "")
         base = self.base_sizes(problem)
         first, *others = self.plans(problem, base)
-        timed_module, timed_ref, timed_cand = self.run_plan(problem, cand_cls, first)
+        timed_module, timed_ref, timed_key = self.run_plan(problem, first)
         for plan in others:
             try:
-                self.run_plan(problem, cand_cls, plan)
+                self.run_plan(problem, plan)
             except ProblemError as exc:  # the problem's code refused sizes the probe let by
                 self.check(plan.label, True, f"skipped at {plan.sizes}: {exc}", skipped=True)
                 self.flags.append(f"checked at one shape only: the problem refused "
                                   f"{plan.sizes}: {exc}")
+        self.run_variants(problem, first.sizes)
         self.check("ran custom kernels only", True,
                    f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
         timing: dict[str, Any] | None = None
         profile: dict[str, Any] | list[dict[str, Any]] | None = None
         if self.job.get("timed") and self.state.target.startswith("mtia-sim"):
-            timing, profile = self.time_on_mtia(problem, cand_cls)
+            timing, profile = self.time_on_mtia(problem)
         elif self.job.get("timed") and self.device.type == "cuda":
-            timing = self.time_on_cuda(problem, timed_module, timed_ref, timed_cand, base)
+            timing = self.time_on_cuda(problem, timed_module, timed_ref, timed_key, base)
             speedup = timing.get("speedup_vs_eager") or 0.0
             if speedup > float(self.cfg["suspicious_speedup"]):
-                self.reverify(problem, cand_cls, base, speedup)
+                self.reverify(problem, base, speedup)
             if self.cfg["profile"]["enabled"]:
-                profile = self.profile(problem, timed_module, timed_ref, timed_cand, base, timing)
+                profile = self.profile(problem, timed_module, timed_key, base, timing)
         return {
             "status": "ok", "message": "verified" + (
                 "" if timing is None else " (simulated time)" if timing["simulated"] else ""
@@ -579,30 +601,30 @@ class Evaluation:
             "timing": timing, "profile": profile, "elapsed_s": time.perf_counter() - t_start,
         }
 
-    def profile(self, problem: Problem, module: Any, ref: torch.nn.Module,
-                cand: torch.nn.Module, sizes: dict[str, int], timing: dict[str, Any]
-                ) -> list[dict[str, Any]]:
-        """The profilers on the verified, timed candidate (tools/profile_jobs.py)."""
-        from kernelevolve.tools.profile_jobs import ProfileContext, run_profile
-
+    def profile(self, problem: Problem, module: Any, key: str, sizes: dict[str, int],
+                timing: dict[str, Any]) -> list[dict[str, Any]]:
+        """The profilers on the verified, timed candidate (tools/profile_jobs.py), run in the
+        candidate's process: advisory evidence, the verdict is already made."""
         seed = self.seed + 6000
         workdir = Path.cwd() / f"profile-{self.job['id']}"  # in the worker's own directory
         workdir.mkdir(exist_ok=True)
-        ctx = ProfileContext(problem=str(problem.path), candidate=self.job["candidate"],
-                             sizes=sizes, seed=seed, model=cand, reference=ref,
-                             inputs=self.inputs(module, problem, seed),
-                             forward_ms=timing["candidate"]["median_ms"], workdir=workdir)
-        return run_profile(ctx, self.cfg["profile"])
+        inputs = self.inputs(module, problem, seed)
+        buf = self._buffer(inputs)
+        self.remote.ask("load_inputs", buf=buf, inputs=compare.snapshot(inputs))
+        reply = self.remote.ask("profile", key=key, buf=buf, problem=str(problem.path),
+                                candidate=self.job["candidate"], sizes=sizes, seed=seed,
+                                forward_ms=timing["candidate"]["median_ms"],
+                                workdir=str(workdir), options=self.cfg["profile"])
+        return list(reply.get("reports") or [])
 
-    def reverify(self, problem: Problem, cand_cls: type, base: dict[str, int], speedup: float
-                 ) -> None:
+    def reverify(self, problem: Problem, base: dict[str, int], speedup: float) -> None:
         seed = self.seed + 7000
         plans = [Plan("fresh input sets", base, [seed, seed + 1, seed + 2])]
         families = [s for s in size_families(base) if problem.rejects(s) is None]
         if families:
             plans.append(Plan("fresh other shapes", families[-1], [seed + 3]))
         for plan in plans:
-            self.run_plan(problem, cand_cls, plan)
+            self.run_plan(problem, plan)
         self.flags.append(f"speedup {speedup:.1f}x is above the suspicious threshold: "
                           f"re-verified on fresh inputs and shapes")
 
@@ -616,10 +638,12 @@ class Evaluation:
         except ProblemError as exc:
             out = {"status": "crash", "message": f"the reference problem failed: {exc}",
                    "harness_error": str(exc)}
-        except Exception as exc:  # process boundary: record it, and restart the worker
+        except Exception as exc:  # process boundary: record it
             out = {"status": "crash", "fatal": True,
                    "message": f"the harness failed while evaluating this candidate: "
-                              f"{type(exc).__name__}: {exc}\n{_tb_tail(exc)}"}
+                              f"{type(exc).__name__}: {exc}\n{tb_tail(exc)}"}
+        finally:
+            self.remote.close()
         elapsed = time.perf_counter() - t0
         out.update({
             "target": self.state.target, "device": device_name(self.device, self.state.target),
@@ -635,18 +659,35 @@ class Evaluation:
         return out
 
 
-def _rotate_into(dst: torch.Tensor, src: torch.Tensor, shift: int) -> None:
-    """``dst`` (same shape as ``src``) gets ``src``'s values rotated by ``shift`` positions in
-    row-major order: two copies, no temporary."""
-    n = src.numel()
-    k = shift % n
-    flat_src = src.reshape(-1)
-    flat_dst = dst.view(-1) if dst.is_contiguous() else None
-    if flat_dst is None:  # a strided input: rotate into a temporary, copy it over
-        dst.copy_(flat_src.roll(-k).view_as(src))
-        return
-    flat_dst[:n - k].copy_(flat_src[k:])
-    flat_dst[n - k:].copy_(flat_src[:k])
+@dataclass
+class _Observed:
+    """What the candidate's process reports about one forward, type-checked: it is read, never
+    trusted to be well-formed."""
+
+    seconds: float
+    ops: list[str]
+    launches: int
+    odd_outputs: list[str]
+    modified: list[int]
+    threads: int
+    stream_switched: bool
+    tampered: list[str]
+    notes: list[str]
+
+    @classmethod
+    def of(cls, reply: dict[str, Any]) -> _Observed:
+        try:
+            return cls(
+                seconds=float(reply["seconds"]), ops=[str(o) for o in reply["ops"]],
+                launches=int(reply["launches"]),
+                odd_outputs=[str(o) for o in reply["odd_outputs"]],
+                modified=[int(i) for i in reply["modified"]], threads=int(reply["threads"]),
+                stream_switched=bool(reply["stream_switched"]),
+                tampered=[str(t) for t in reply["tampered"]],
+                notes=[str(n) for n in reply.get("notes", [])])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Verdict("cheat", f"the candidate's process sent a malformed report "
+                                   f"({type(exc).__name__}: {exc})") from exc
 
 
 def device_name(device: torch.device, target: str = "") -> str:
@@ -729,9 +770,7 @@ def _evaluate_in_child(job: dict[str, Any], state: WorkerState, parent_fds: tupl
             os.close(read_fd)
             for fd in parent_fds:  # only the worker talks to the parent
                 os.close(fd)
-            if state.device.type == "cuda":
-                torch.cuda.init()
-            result = Evaluation(job, state).result()
+            result = Evaluation(job, state, close_in_candidate=(write_fd,)).result()
             result["_cache"] = {"shrunk": [[*k, v] for k, v in state.shrunk.items()],
                                 "other_sizes": [[*k, *v] for k, v in state.other_sizes.items()]}
             data = json.dumps(result, default=str).encode()

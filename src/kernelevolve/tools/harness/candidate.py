@@ -1,0 +1,488 @@
+"""The candidate process: the only process that imports and runs a candidate's code.
+
+The judge (``worker.Evaluation``) forks it at the start of an evaluation, before it draws the
+evaluation's seeds or builds the reference, so nothing the candidate process holds tells it the
+inputs to come or the answers. The two talk over a socket pair, one request and one reply at a
+time:
+
+- the judge sends the constructor arguments and its own *copy* of the reference's weights, then
+  input values (the candidate process keeps one buffer per input set the judge names, so "new
+  values in the same memory" reaches the same pointers), and asks for one forward at a time;
+- the candidate process runs the forward under the op recorder, the launch counter and the
+  thread and stream watches, and replies with the outputs and what it observed.
+
+The judge holds the reference, its outputs, the tolerances, the allowed ops and the rules, and
+decides the verdict; the candidate process has no way to write to the judge's memory or to the
+pipe that carries the verdict. What it observes about itself (which aten ops ran, how many
+kernels launched, its own timings on a GPU, the simulator's counts) is still reported from
+inside it: the judge checks what it can (outputs of timed trials, inputs sent back where they
+are small) and the static stage refuses the known ways to hide from the recorder.
+
+Replies are read with ``torch.load(weights_only=True)``: tensors and plain containers, never
+code. Worker-side: torch and the standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelevolve.problem import as_list
+from kernelevolve.tools.harness import compare, guard
+from kernelevolve.tools.harness.guard import Integrity, LaunchCounter, OpRecorder
+from kernelevolve.tools.harness.timing import InputVariation, time_interleaved
+
+# Inputs of at most this many bytes come back after every forward, so the judge itself sees
+# whether the candidate wrote into them; larger ones (GPU sizes) are compared in the candidate
+# process, which reports the result.
+RETURN_INPUTS_BYTES = 64 << 20
+# What the candidate process may report about itself; ok and mismatch are the judge's to say.
+FAILURES = ("compile_error", "runtime_error", "cheat", "crash", "timeout")
+
+
+class Verdict(Exception):
+    """Ends an evaluation with a status other than ok."""
+
+    def __init__(self, status: str, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.fatal = fatal  # the process is unusable afterwards (a CUDA error poisons it)
+
+
+def tb_tail(exc: BaseException, limit: int = 12) -> str:
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return "".join(lines)[-4000:] if len(lines) < limit else "".join(lines[-limit:])[-4000:]
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"CompilationError", "CompileTimeAssertionFailure",
+                         "UnsupportedLanguageConstruct"}) \
+        or "error building extension" in str(exc).lower()
+
+
+def is_fatal_device_error(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(s in text for s in ("illegal memory access", "cuda error", "device-side assert",
+                                   "acceleratorerror", "misaligned address",
+                                   "unspecified launch failure"))
+
+
+# -- framing -------------------------------------------------------------------------------------
+# GPU tensors travel as CUDA IPC handles (plain bytes and numbers), not as copies through the
+# host: a 6 GB KernelBench input would otherwise cost seconds each way. The receiver opens the
+# handle, copies the tensor into its own memory and lets the mapping go; the sender keeps what
+# it sent alive until its next message.
+_IPC = "__cuda_ipc__"
+
+
+def send(sock: socket.socket, obj: Any, keep: list[Any] | None = None) -> None:
+    """One message; GPU tensors in it are shared by handle (``keep`` holds them meanwhile)."""
+    if keep is not None:
+        keep.clear()
+    buf = io.BytesIO()
+    torch.save(_pack(obj, keep if keep is not None else []), buf)
+    data = buf.getvalue()
+    sock.sendall(struct.pack("<Q", len(data)) + data)
+
+
+def recv(sock: socket.socket, trusted: bool) -> Any:
+    """The next message; ``trusted`` (the judge's own) may hold any object, an untrusted one
+    (the candidate process's) only tensors and plain containers. EOFError when the peer is gone."""
+    header = _recv_exact(sock, 8)
+    (n,) = struct.unpack("<Q", header)
+    data = _recv_exact(sock, n)
+    return _unpack(torch.load(io.BytesIO(data), weights_only=not trusted, map_location=None))
+
+
+def _pack(obj: Any, keep: list[Any]) -> Any:
+    if isinstance(obj, torch.Tensor) and obj.is_cuda:
+        t = obj.detach()
+        t = t if type(t) is torch.Tensor else t.as_subclass(torch.Tensor)
+        (device, handle, size_b, offset_b, ref_handle, ref_offset, event_handle,
+         event_sync) = t._typed_storage()._share_cuda_()
+        keep.append(t)
+        return {_IPC: [list(t.shape), list(t.stride()), int(t.storage_offset()),
+                       str(t.dtype).removeprefix("torch."), int(device), bytes(handle),
+                       int(size_b), int(offset_b), bytes(ref_handle), int(ref_offset),
+                       None if event_handle is None else bytes(event_handle), bool(event_sync)]}
+    if type(obj) in (list, tuple):
+        return type(obj)(_pack(v, keep) for v in obj)
+    if type(obj) is dict:
+        return {k: _pack(v, keep) for k, v in obj.items()}
+    return obj
+
+
+def _unpack(obj: Any) -> Any:
+    if type(obj) is dict and len(obj) == 1 and _IPC in obj:
+        return _open_ipc(obj[_IPC])
+    if type(obj) in (list, tuple):
+        return type(obj)(_unpack(v) for v in obj)
+    if type(obj) is dict:
+        return {k: _unpack(v) for k, v in obj.items()}
+    return obj
+
+
+def _open_ipc(fields: Any) -> torch.Tensor:
+    """A private copy of a tensor shared by handle; every field type-checked first."""
+    (shape, stride, offset, dtype_name, device, handle, size_b, offset_b, ref_handle,
+     ref_offset, event_handle, event_sync) = fields
+    dtype = getattr(torch, str(dtype_name), None)
+    ints = [offset, device, size_b, offset_b, ref_offset, *shape, *stride]
+    if not (isinstance(dtype, torch.dtype) and all(type(v) is int for v in ints)
+            and isinstance(handle, bytes) and isinstance(ref_handle, bytes)
+            and (event_handle is None or isinstance(event_handle, bytes))
+            and len(shape) == len(stride)):
+        raise ValueError("a malformed shared-tensor handle")
+    storage = torch.UntypedStorage._new_shared_cuda(
+        device, handle, size_b, offset_b, ref_handle, ref_offset, event_handle,
+        bool(event_sync))
+    view = torch.empty(0, dtype=dtype, device=f"cuda:{device}")
+    view.set_(storage, offset, shape, stride)
+    return view.clone()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise EOFError("the peer closed the connection")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+# -- the candidate side --------------------------------------------------------------------------
+class _ThreadWatch:
+    """Counts threads started from the main thread while active. Threads that libraries start
+    from their own background threads (torch.compile's worker pools) are not the candidate's."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._original = threading.Thread.start
+
+    def __enter__(self) -> _ThreadWatch:
+        original, watch = self._original, self
+
+        def start(thread: threading.Thread) -> None:
+            if threading.current_thread() is threading.main_thread():
+                watch.count += 1
+            original(thread)
+
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        threading.Thread.start = self._original  # type: ignore[method-assign,assignment]
+
+
+def load_candidate(path: Path, integrity: Integrity, tag: str) -> type:
+    """Import the candidate file as a fresh module and return its ModelNew."""
+    name = f"kernelevolve_candidate_{tag}_{abs(hash(str(path))) % 10**8}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise Verdict("compile_error", f"cannot import candidate file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise Verdict("compile_error", f"importing the candidate failed: {type(exc).__name__}: "
+                                       f"{exc}\n{tb_tail(exc)}") from exc
+    tampered = integrity.tampered()
+    if tampered:
+        raise Verdict("cheat", f"importing the candidate replaced harness functions: {tampered}")
+    cls = getattr(module, "ModelNew", None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise Verdict("compile_error", "the candidate defines no class ModelNew(nn.Module)")
+    return cls
+
+
+@dataclass
+class CandidateSide:
+    """The candidate process's state: its class, its instances, its input buffers."""
+
+    path: Path
+    device: torch.device
+    launches: LaunchCounter
+    integrity: Integrity
+    tag: str
+    cls: type | None = None
+    models: dict[str, torch.nn.Module] = field(default_factory=dict)
+    buffers: dict[int, list[Any]] = field(default_factory=dict)
+    last_out: Any = None
+    previous: Any = None  # the output handed out before, held as a caller would hold it
+
+    def do_load(self) -> dict[str, Any]:
+        self.cls = load_candidate(self.path, self.integrity, self.tag)
+        return {}
+
+    def do_build(self, key: str, init_inputs: list[Any], state: dict[str, torch.Tensor],
+                 seed: int) -> dict[str, Any]:
+        assert self.cls is not None
+        torch.manual_seed(seed)
+        try:
+            model = self.cls(*init_inputs)
+        except Exception as exc:
+            raise Verdict("runtime_error", f"ModelNew(*get_init_inputs()) raised "
+                                           f"{type(exc).__name__}: {exc}\n{tb_tail(exc)}") from exc
+        try:
+            model.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            raise Verdict("compile_error", "ModelNew's parameters and buffers must have the same "
+                                           f"names and shapes as Model's: {exc}") from exc
+        self.models[key] = model.to(self.device)
+        return {}
+
+    def _inputs(self, buf: int, values: list[Any]) -> list[Any]:
+        """The buffers of input set ``buf``: new ones, or the same memory with new values."""
+        old = self.buffers.get(buf)
+        fresh = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
+        if old is None or len(old) != len(fresh) or any(
+                isinstance(o, torch.Tensor) != isinstance(n, torch.Tensor)
+                or (isinstance(o, torch.Tensor) and o.shape != n.shape) for o, n in
+                zip(old, fresh, strict=True)):
+            self.buffers[buf] = fresh
+            return fresh
+        for o, n in zip(old, fresh, strict=True):
+            if isinstance(o, torch.Tensor):
+                o.copy_(n)
+        return old
+
+    def do_load_inputs(self, buf: int, inputs: list[Any]) -> dict[str, Any]:
+        self._inputs(buf, inputs)
+        return {}
+
+    def do_forward(self, key: str, buf: int, inputs: list[Any] | None) -> dict[str, Any]:
+        """One forward under the recorder; ``inputs`` None runs on the buffers as they are."""
+        model = self.models[key]
+        args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
+        before = compare.snapshot(args)
+        # Free memory holds garbage, not an earlier output a kernel that skips writes would find.
+        out_bytes = sum(t.numel() * t.element_size() for t in compare.tensors_of(self.last_out))
+        compare.poison_allocator(2 * max(out_bytes, 1 << 20), self.device)
+        started = _ThreadWatch()
+        stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
+        recorder = OpRecorder()
+        self.launches.count = 0
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad(), recorder, started:
+                out = model(*args)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        except Exception as exc:
+            status = "compile_error" if is_compile_error(exc) else "runtime_error"
+            raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
+                                  f"{tb_tail(exc)}", fatal=is_fatal_device_error(exc)) from exc
+        seconds = time.perf_counter() - t0
+        self.last_out = out
+        small = self.device.type == "cuda" or sum(  # on a GPU they go back by handle
+            t.numel() * t.element_size() for t in args
+            if isinstance(t, torch.Tensor)) <= RETURN_INPUTS_BYTES
+        return {
+            "out": _plain(out), "seconds": seconds, "ops": sorted(recorder.ops),
+            "launches": self.launches.count,
+            "odd_outputs": [type(v).__name__ for v in as_list(out)
+                            if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor],
+            "inputs_after": _plain(args) if small else None,
+            "modified": compare.modified_inputs(before, args),
+            "threads": started.count,
+            "stream_switched": stream is not None and torch.cuda.current_stream() != stream,
+            "tampered": self.integrity.tampered(),
+            "notes": list(guard.UNTIMED_AUTOTUNE),
+        }
+
+    def do_keep_previous(self) -> dict[str, Any]:
+        self.previous = self.last_out
+        return {}
+
+    def do_resend_previous(self) -> dict[str, Any]:
+        """The output handed out before the last forward, as it is now: one that changed
+        aliases memory the candidate reuses between calls."""
+        return {"out": _plain(self.previous)}
+
+    def do_time(self, key: str, buf: int, cfg: dict[str, Any], sample_rounds: list[int]
+                ) -> dict[str, Any]:
+        """The candidate's forward timed on the GPU, its inputs varied before every trial
+        (timing.InputVariation, as the judge varies its own), outputs of ``sample_rounds`` kept
+        for the judge to check."""
+        model, args = self.models[key], self.buffers[buf]
+        base = compare.snapshot(args)
+        variation = InputVariation(base)
+        shifts: dict[int, int] = {}
+        samples: list[tuple[int, int, Any]] = []
+
+        def before(name: str, round_: int) -> None:
+            shifts[round_] = variation.apply(args)
+
+        def after(name: str, round_: int, out: Any) -> None:
+            if round_ in sample_rounds:
+                samples.append((round_, shifts[round_], _plain(compare.clone_tree(out))))
+
+        with torch.no_grad():
+            lat = time_interleaved({"candidate": lambda: model(*args)},
+                                   min_trials=int(cfg["min_trials"]),
+                                   min_time_s=float(cfg["min_time_s"]),
+                                   max_trials=int(cfg["max_trials"]),
+                                   warmup_ms=float(cfg["warmup_ms"]), before=before, after=after)
+        for a, b in zip(args, base, strict=True):
+            if isinstance(a, torch.Tensor):
+                a.copy_(b)
+        return {"latency": lat["candidate"].to_dict(), "samples": samples,
+                "tampered": self.integrity.tampered()}
+
+    def do_simulate(self, key: str, buf: int, gen: str) -> dict[str, Any]:
+        """The forward under the MTIA chip model (sampled programs: outputs incomplete)."""
+        from kernelevolve.tools.mtia import MtiaIllegalKernel, simulate_forward
+
+        model, args = self.models[key], self.buffers[buf]
+        recorder = OpRecorder()
+
+        def forward() -> Any:
+            with torch.no_grad(), recorder:
+                return model(*args)
+
+        try:
+            sim = simulate_forward(forward, gen)
+        except MtiaIllegalKernel as exc:
+            return {"illegal": list(exc.reasons), "ops": sorted(recorder.ops)}
+        return {"sim": sim.to_dict(), "time_s": sim.time_s,
+                "limiting_resource": sim.limiting_resource, "ops": sorted(recorder.ops)}
+
+    def do_profile(self, key: str, buf: int, problem: str, candidate: str,
+                   sizes: dict[str, int], seed: int, forward_ms: float, workdir: str,
+                   options: dict[str, Any]) -> dict[str, Any]:
+        """The profilers on the verified candidate (advisory: the verdict is already made). The
+        FLOP count reads a reference instance built here from the problem file."""
+        from kernelevolve.problem import parse_problem
+        from kernelevolve.tools.profile_jobs import ProfileContext, run_profile
+
+        _, reference, _ = parse_problem(problem).instantiate(sizes, seed)
+        ctx = ProfileContext(problem=problem, candidate=candidate, sizes=sizes, seed=seed,
+                             model=self.models[key], reference=reference.to(self.device),
+                             inputs=self.buffers[buf], forward_ms=forward_ms,
+                             workdir=Path(workdir))
+        return {"reports": run_profile(ctx, options)}
+
+
+def _plain(value: Any) -> Any:
+    """A forward's result as tensors and plain containers (what the judge may read): tensors
+    detached, subclasses as plain tensors, other leaves as they are."""
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value) if type(value) in (list, tuple) \
+            else [_plain(v) for v in value]
+    if isinstance(value, torch.Tensor):
+        return value.detach().as_subclass(torch.Tensor) if type(value) is not torch.Tensor \
+            else value.detach()
+    return value
+
+
+def serve_candidate(sock: socket.socket, side: CandidateSide) -> None:
+    """The candidate process's loop: one request, one reply, until the judge closes."""
+    keep: list[Any] = []
+    while True:
+        try:
+            request = recv(sock, trusted=True)
+        except EOFError:
+            return
+        try:
+            reply = getattr(side, "do_" + request["cmd"])(**request.get("args", {}))
+        except Verdict as v:
+            reply = {"verdict": [v.status, v.message, v.fatal]}
+        except Exception as exc:  # the candidate process's boundary: reported as a crash
+            reply = {"verdict": ["runtime_error" if not is_fatal_device_error(exc) else "crash",
+                                 f"{type(exc).__name__}: {exc}\n{tb_tail(exc)}",
+                                 is_fatal_device_error(exc)]}
+        send(sock, reply, keep)
+
+
+# -- the judge side ------------------------------------------------------------------------------
+class CandidateProcess:
+    """The judge's handle on its candidate process: fork it, ask it, end it."""
+
+    def __init__(self, path: Path, device: torch.device, launches: LaunchCounter,
+                 integrity: Integrity, tag: str, close_fds: tuple[int, ...]) -> None:
+        judge_end, cand_end = socket.socketpair()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the candidate process: never returns
+            code = 0
+            try:
+                judge_end.close()
+                for fd in close_fds:  # the verdict pipe and the worker's pipes stay with the judge
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                if device.type == "cuda":
+                    torch.cuda.init()
+                serve_candidate(cand_end, CandidateSide(path, device, launches, integrity, tag))
+            except BaseException:
+                traceback.print_exc()
+                code = 70
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        cand_end.close()
+        self.pid = pid
+        self.sock = judge_end
+        self._keep: list[Any] = []
+
+    def ask(self, cmd: str, **args: Any) -> dict[str, Any]:
+        """One request; a reply naming a verdict raises it. The process dying is a crash."""
+        try:
+            send(self.sock, {"cmd": cmd, "args": args}, self._keep)
+            reply = recv(self.sock, trusted=False)
+        except (EOFError, OSError) as exc:
+            raise Verdict("crash", f"the candidate's process died during the evaluation "
+                                   f"({self._death()}); a segfault, an illegal memory access or "
+                                   f"running out of memory ends it so", fatal=True) from exc
+        except Exception as exc:  # a reply that is not tensors and plain data
+            raise Verdict("cheat", f"the candidate's process sent a reply the judge refuses to "
+                                   f"read ({type(exc).__name__}: {exc})") from exc
+        if not isinstance(reply, dict):
+            raise Verdict("cheat", "the candidate's process sent a malformed reply")
+        verdict = reply.get("verdict")
+        if verdict is not None:
+            status, message, fatal = (list(verdict) + ["", "", False])[:3]
+            if status not in FAILURES:  # only the judge says ok
+                raise Verdict("cheat", f"the candidate's process claimed the verdict {status!r}")
+            raise Verdict(str(status), str(message), bool(fatal))
+        return reply
+
+    def _death(self) -> str:
+        try:
+            pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "already reaped"
+        self.pid = 0
+        if os.WIFSIGNALED(status):
+            return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
+        return f"exit code {os.WEXITSTATUS(status)}"
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self.pid = 0
