@@ -32,10 +32,13 @@ GPU_CHEATS = ROOT / "tests" / "adversarial" / "gpu"
 EXAMPLES = ROOT / "examples" / "problems"
 # (problem, candidate, verdicts it may get, what it tests)
 CHEATS = [
-    (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_matmul_last_inputs.py", ("ok", "mismatch"),
-     "memo on the last inputs' pointers and versions: must be timed honestly or refused"),
-    (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_matmul_by_version.py", ("ok", "mismatch"),
-     "memo dictionary keyed on version counters: must be timed honestly or refused"),
+    (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_after_warmup_by_pointer.py",
+     ("ok", "mismatch"), "memo by data pointer from the 4th call on one buffer (passes the static "
+     "rules): must be timed honestly or refused"),
+    (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_matmul_last_inputs.py",
+     ("cheat", "ok", "mismatch"), "memo on the last inputs' pointers and version counters"),
+    (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_matmul_by_version.py",
+     ("cheat", "ok", "mismatch"), "memo dictionary keyed on version counters"),
     (EXAMPLES / "11_matmul_bf16.py", ROOT / "examples" / "solutions" / "11_matmul_bf16.py",
      ("ok",), "the honest GEMM the memos wrap (their honest time)"),
 ]

@@ -265,6 +265,10 @@ class CandidateSide:
                 o.copy_(n)
         return old
 
+    def do_drop(self, buf: int) -> dict[str, Any]:
+        self.buffers.pop(buf, None)
+        return {}
+
     def do_load_inputs(self, buf: int, inputs: list[Any]) -> dict[str, Any]:
         self._inputs(buf, inputs)
         return {}
@@ -274,9 +278,12 @@ class CandidateSide:
         model = self.models[key]
         args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
         before = compare.snapshot(args)
-        # Free memory holds garbage, not an earlier output a kernel that skips writes would find.
+        # Free memory holds garbage, not an earlier output a kernel that skips writes would find
+        # (this process never held the reference's answers; its own earlier outputs are for
+        # other inputs). One output's worth, at most a quarter of what is free.
         out_bytes = sum(t.numel() * t.element_size() for t in compare.tensors_of(self.last_out))
-        compare.poison_allocator(2 * max(out_bytes, 1 << 20), self.device)
+        free = torch.cuda.mem_get_info()[0] if self.device.type == "cuda" else 1 << 30
+        compare.poison_allocator(min(max(out_bytes, 1 << 20), free // 4), self.device)
         started = _ThreadWatch()
         stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
         recorder = OpRecorder()

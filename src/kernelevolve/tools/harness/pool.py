@@ -72,6 +72,10 @@ class Worker:
         env["TRITON_CACHE_DIR"] = str(self.dir / "triton-cache")
         env["TORCHINDUCTOR_CACHE_DIR"] = str(self.dir / "inductor-cache")
         env["PYTHONUNBUFFERED"] = "1"
+        # Ask NVML, not the CUDA runtime, whether a GPU is there: a runtime query (which
+        # importing cpp_extension makes) poisons fork() for CUDA, and the worker forks a judge
+        # and a candidate process per job, each with its own CUDA context.
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernelevolve.tools.harness.worker",

@@ -126,8 +126,10 @@ class Evaluation:
         self.first_call_s = 0.0
         self.compile_ref_s = 0.0
         self.instances: dict[str, torch.nn.Module] = {}
-        self.buffers: dict[int, int] = {}  # id() of an input list -> its buffer in the candidate
-        self.live: list[list[Any]] = []  # those lists, kept so an id() is never reused
+        # id() of a live input list -> (its buffer number in the candidate's process, the list:
+        # held so the id is not reused while the buffer lives); released after use, there too.
+        self.buffers: dict[int, tuple[int, list[Any]]] = {}
+        self.next_buffer = 0
         self.sent: set[int] = set()  # buffers whose current values the candidate holds
         # Forked before any seed is drawn or reference built: the candidate's process holds no
         # knowledge of the inputs to come.
@@ -206,9 +208,17 @@ class Evaluation:
 
     def _buffer(self, inputs: list[Any]) -> int:
         if id(inputs) not in self.buffers:
-            self.buffers[id(inputs)] = len(self.buffers)
-            self.live.append(inputs)
-        return self.buffers[id(inputs)]
+            self.buffers[id(inputs)] = (self.next_buffer, inputs)
+            self.next_buffer += 1
+        return self.buffers[id(inputs)][0]
+
+    def release(self, inputs: list[Any]) -> None:
+        """This input set is done with: free it here and in the candidate's process (at
+        KernelBench sizes one set is gigabytes)."""
+        entry = self.buffers.pop(id(inputs), None)
+        if entry is not None:
+            self.sent.discard(entry[0])
+            self.remote.ask("drop", buf=entry[0])
 
     # -- running ----------------------------------------------------------------------------
     def reference(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
@@ -393,12 +403,15 @@ class Evaluation:
                                           f"it does not depend on the input")
             earlier = (out, expected)
             self.remote.ask("keep_previous")
+            if not (plan.pointer_reuse and k == len(plan.seeds) - 1):
+                self.release(inputs)
         self.check(f"correct on {plan.label}", True,
                    f"{len(plan.seeds)} sets at {plan.sizes}, seeds {plan.seeds}")
         if plan.pointer_reuse:
             self.refill(module, problem, inputs, self.seed + 3000)
             self.check_once(key, ref, inputs, "new values in the same input memory")
             self.check("no results reused across calls", True, "same pointers, new values")
+            self.release(inputs)
         return module, ref, key
 
     def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
@@ -434,11 +447,15 @@ class Evaluation:
             out = self.run_candidate(key, inputs, name)
             self.compare(expected, out, f"{name} at {sizes}",
                          truth=functools.partial(self.reference64, ref, inputs))
+            self.release(inputs)
+            del inputs, expected, out
             done.append(name)
+        del base
         if any(p.dtype.is_floating_point and p.numel() for p in ref.parameters()):
             module, other_ref, other_key = self.build(problem, sizes, perturb=True)
             inputs = self.inputs(module, problem, self.seed + 2300)
             self.check_once(other_key, other_ref, inputs, f"other parameter values at {sizes}")
+            self.release(inputs)
             done.append("other parameter values")
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
@@ -527,6 +544,7 @@ class Evaluation:
         self.refill(module, problem, inputs, self.seed + 5000)
         self.check_once(key, ref, inputs, "after timing, new values in the same memory")
         self.check("correct after timing", True, "")
+        self.release(inputs)
         return timing
 
     def time_on_mtia(self, problem: Problem) -> tuple[dict[str, Any], dict]:
@@ -542,6 +560,7 @@ class Evaluation:
         buf = self._buffer(inputs)
         self.remote.ask("load_inputs", buf=buf, inputs=compare.snapshot(inputs))
         reply = self.remote.ask("simulate", key=key, buf=buf, gen=gen)
+        self.release(inputs)
         forbidden = sorted(op for op in reply.get("ops", [])
                            if op not in ALLOWED_ATEN_OPS | self.allowed)
         if reply.get("illegal"):
@@ -615,6 +634,7 @@ class Evaluation:
                                 candidate=self.job["candidate"], sizes=sizes, seed=seed,
                                 forward_ms=timing["candidate"]["median_ms"],
                                 workdir=str(workdir), options=self.cfg["profile"])
+        self.release(inputs)
         return list(reply.get("reports") or [])
 
     def reverify(self, problem: Problem, base: dict[str, int], speedup: float) -> None:
@@ -717,6 +737,9 @@ def _limit_memory(gb: float) -> None:
 
 
 def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
+    # The worker forks per job: nothing here may initialise CUDA, not even by asking the runtime
+    # how many GPUs there are (pool.py sets this too, before torch is imported).
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     device = torch.device("cuda" if target == "cuda" else "cpu")
     if device.type == "cpu":
         _limit_memory(memory_limit_gb)
