@@ -83,6 +83,12 @@ class EvalConfig(_Section):
     max_trials: int = Field(2000, ge=1)
     warmup_ms: float = Field(50.0, ge=0, description="timing: warm-up time before trials")
     compile_reference: bool = Field(True, description="also time torch.compile of the reference")
+    gpu_compile_arch: int | None = Field(
+        90, ge=70, le=120,
+        description="interpreter targets (cpu, mtia-sim): also compile every Triton kernel the "
+                    "candidate launched for this NVIDIA compute capability (90: H100/H200), with "
+                    "Triton's bundled ptxas, so 'verified' means it compiles for the GPU too; "
+                    "None skips it")
     suspicious_speedup: float = Field(
         10.0, gt=1, description="speedups above this are flagged and re-verified"
     )

@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,34 @@ def is_fatal_device_error(exc: BaseException) -> bool:
     return any(s in text for s in ("illegal memory access", "cuda error", "device-side assert",
                                    "acceleratorerror", "misaligned address",
                                    "unspecified launch failure"))
+
+
+# -- processes -----------------------------------------------------------------------------------
+def fork_child(body: Callable[[], None]) -> int:
+    """Fork; the child runs ``body`` and exits (70 after printing the traceback if it raised),
+    never returning; the parent gets the child's pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            body()
+        except BaseException:  # the child's boundary: its parent reports the death
+            traceback.print_exc()
+            code = 70
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def exit_description(status: int) -> str:
+    """``os.waitpid``'s status in words."""
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.WEXITSTATUS(status)}"
 
 
 # -- framing -------------------------------------------------------------------------------------
@@ -231,7 +260,18 @@ class CandidateSide:
 
     def do_load(self) -> dict[str, Any]:
         self.cls = load_candidate(self.path, self.integrity, self.tag)
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            self.launches.log = []  # for do_gpu_compile
         return {}
+
+    def do_gpu_compile(self, arch: int, timeout_s: float) -> dict[str, Any]:
+        """Compile the kernels launched so far for sm_<arch> (gpu_compile.py): the errors, how
+        many distinct kernels were compiled, and those that could not be described."""
+        from kernelevolve.tools.harness.gpu_compile import compile_specs, launch_specs
+
+        specs, skipped = launch_specs(list(self.launches.log or []))
+        errors = compile_specs(self.path, specs, arch, timeout_s) if specs else []
+        return {"errors": errors, "kernels": len(specs), "skipped": skipped}
 
     def do_build(self, key: str, init_inputs: list[Any], state: dict[str, torch.Tensor],
                  seed: int) -> dict[str, Any]:
@@ -427,26 +467,17 @@ class CandidateProcess:
     def __init__(self, path: Path, device: torch.device, launches: LaunchCounter,
                  integrity: Integrity, tag: str, close_fds: tuple[int, ...]) -> None:
         judge_end, cand_end = socket.socketpair()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the candidate process: never returns
-            code = 0
-            try:
-                judge_end.close()
-                for fd in close_fds:  # the verdict pipe and the worker's pipes stay with the judge
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-                if device.type == "cuda":
-                    torch.cuda.init()
-                serve_candidate(cand_end, CandidateSide(path, device, launches, integrity, tag))
-            except BaseException:
-                traceback.print_exc()
-                code = 70
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+
+        def candidate_process() -> None:
+            judge_end.close()
+            for fd in close_fds:  # the verdict pipe and the worker's pipes stay with the judge
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if device.type == "cuda":
+                torch.cuda.init()
+            serve_candidate(cand_end, CandidateSide(path, device, launches, integrity, tag))
+
+        pid = fork_child(candidate_process)
         cand_end.close()
         self.pid = pid
         self.sock = judge_end
@@ -480,9 +511,7 @@ class CandidateProcess:
         except ChildProcessError:
             return "already reaped"
         self.pid = 0
-        if os.WIFSIGNALED(status):
-            return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
-        return f"exit code {os.WEXITSTATUS(status)}"
+        return exit_description(status)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

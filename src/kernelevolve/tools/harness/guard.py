@@ -150,6 +150,9 @@ class LaunchCounter:
     def __init__(self) -> None:
         self.count = 0
         self._installed = False
+        # When a list: interpreted launches are kept here, (kernel, args, kwargs), for
+        # gpu_compile to compile them for a GPU afterwards (the candidate process sets it).
+        self.log: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] | None = None
 
     def install(self) -> None:
         if self._installed:
@@ -199,6 +202,8 @@ class LaunchCounter:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 counter.count += 1
+                if counter.log is not None and len(counter.log) < 64:
+                    counter.log.append((self, args, dict(kwargs)))
             return original(self, *args, **kwargs)
 
         setattr(cls, name, run)

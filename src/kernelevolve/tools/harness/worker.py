@@ -30,10 +30,8 @@ import json
 import os
 import platform
 import secrets
-import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +47,13 @@ from kernelevolve.problem import (
     size_families,
 )
 from kernelevolve.tools.harness import compare
-from kernelevolve.tools.harness.candidate import CandidateProcess, Verdict, tb_tail
+from kernelevolve.tools.harness.candidate import (
+    CandidateProcess,
+    Verdict,
+    exit_description,
+    fork_child,
+    tb_tail,
+)
 from kernelevolve.tools.harness.guard import (
     ALLOWED_ATEN_OPS,
     Integrity,
@@ -414,6 +418,28 @@ class Evaluation:
             self.release(inputs)
         return module, ref, key
 
+    def compile_for_gpu(self) -> None:
+        """On the interpreter targets: the kernels that ran must compile for the GPU too
+        (gpu_compile.py; ``eval.gpu_compile_arch``)."""
+        arch = self.cfg.get("gpu_compile_arch")
+        if self.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") != "1":
+            return
+        if not arch:
+            self.check("compiles for a GPU", True, "skipped: eval.gpu_compile_arch is unset",
+                       skipped=True)
+            return
+        reply = self.remote.ask("gpu_compile", arch=int(arch),
+                                timeout_s=float(self.cfg["timeout_s"]) / 2)
+        errors = [str(e) for e in reply.get("errors", [])]
+        if errors:
+            raise Verdict("compile_error", f"the kernels ran in Triton's interpreter but do not "
+                                           f"compile for the GPU (sm_{arch}, Triton's own "
+                                           f"compiler and ptxas): {'; '.join(errors)}")
+        skipped = [str(k) for k in reply.get("skipped", [])]
+        self.check("compiles for a GPU", True,
+                   f"sm_{arch}: {int(reply.get('kernels', 0))} kernel(s) as launched"
+                   + (f"; not compiled: {'; '.join(skipped)}" if skipped else ""))
+
     def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
         """Inputs ``get_inputs()`` never draws, at the base sizes: other magnitudes and offsets
         (a softmax without max-subtraction overflows, a series valid only near zero drifts),
@@ -592,6 +618,7 @@ class Evaluation:
         base = self.base_sizes(problem)
         first, *others = self.plans(problem, base)
         timed_module, timed_ref, timed_key = self.run_plan(problem, first)
+        self.compile_for_gpu()
         for plan in others:
             try:
                 self.run_plan(problem, plan)
@@ -782,46 +809,31 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
 
 def _evaluate_in_child(job: dict[str, Any], state: WorkerState, parent_fds: tuple[int, int]
                        ) -> dict[str, Any]:
-    """Fork, evaluate ``job`` in the child, return its reply (or what its death says)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """Fork the judge, evaluate ``job`` there, return its reply (or what its death says)."""
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 0
-        try:
-            os.close(read_fd)
-            for fd in parent_fds:  # only the worker talks to the parent
-                os.close(fd)
-            result = Evaluation(job, state, close_in_candidate=(write_fd,)).result()
-            result["_cache"] = {"shrunk": [[*k, v] for k, v in state.shrunk.items()],
-                                "other_sizes": [[*k, *v] for k, v in state.other_sizes.items()]}
-            data = json.dumps(result, default=str).encode()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_fd, view):]
-        except BaseException:  # the child's boundary: the worker reports a reply-less death
-            traceback.print_exc()
-            code = 70
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+
+    def judge() -> None:
+        os.close(read_fd)
+        for fd in parent_fds:  # only the worker talks to the parent
+            os.close(fd)
+        result = Evaluation(job, state, close_in_candidate=(write_fd,)).result()
+        result["_cache"] = {"shrunk": [[*k, v] for k, v in state.shrunk.items()],
+                            "other_sizes": [[*k, *v] for k, v in state.other_sizes.items()]}
+        view = memoryview(json.dumps(result, default=str).encode())
+        while view:
+            view = view[os.write(write_fd, view):]
+
+    pid = fork_child(judge)
     os.close(write_fd)
     chunks = []
     while chunk := os.read(read_fd, 1 << 16):
         chunks.append(chunk)
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
-    if not chunks:
-        if os.WIFSIGNALED(status):
-            how = f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
-        else:
-            how = f"exit code {os.WEXITSTATUS(status)}"
+    if not chunks:  # the judge itself died: out of memory, most likely
         return {"status": "crash", "fatal": True,
-                "message": f"the candidate's process died during the evaluation ({how}); a "
-                           f"segfault, an illegal memory access or running out of memory ends "
-                           f"it so"}
+                "message": f"the evaluation's judge process died ({exit_description(status)}); "
+                           f"running out of memory (a problem this large) ends it so"}
     reply: dict[str, Any] = json.loads(b"".join(chunks))
     cache = reply.pop("_cache", {})
     for digest, n, sizes in cache.get("shrunk", []):
