@@ -33,8 +33,9 @@ EXAMPLES = ROOT / "examples" / "problems"
 # (problem, candidate, verdicts it may get, what it tests)
 CHEATS = [
     (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_after_warmup_by_pointer.py",
-     ("ok", "mismatch"), "memo by data pointer from the 4th call on one buffer (passes the static "
-     "rules): must be timed honestly or refused"),
+     ("mismatch", "cheat", "ok"), "memo by data pointer from the 4th call on one buffer (passes "
+     "the static rules): refused (a timed trial's output, or a forward that launched nothing "
+     "once pointers repeat), or timed honestly"),
     (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_matmul_last_inputs.py",
      ("cheat", "ok", "mismatch"), "memo on the last inputs' pointers and version counters"),
     (EXAMPLES / "11_matmul_bf16.py", GPU_CHEATS / "memo_matmul_by_version.py",
@@ -51,7 +52,19 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernelbench", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--render", type=Path, default=None,
+                    help="rewrite the Markdown from this JSON with the current expectations")
     args = ap.parse_args()
+    if args.render is not None:
+        summary = json.loads(args.render.read_text())
+        expected = {c.stem: e for _, c, e, _ in CHEATS}
+        for row in summary["rows"]:
+            row["expected"] = list(expected.get(row["candidate"], row["expected"]))
+            row["as_expected"] = row["status"] in row["expected"]
+        args.render.write_text(json.dumps(summary, indent=1))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "verdict_gpu.md").write_text(render(summary))
+        return 0
     if not torch.cuda.is_available():
         sys.exit("this benchmark needs a CUDA GPU")
     from kernelevolve.llm import offline
