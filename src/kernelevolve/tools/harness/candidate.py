@@ -126,8 +126,10 @@ def send(sock: socket.socket, obj: Any, keep: list[Any] | None = None) -> None:
         keep.clear()
     buf = io.BytesIO()
     torch.save(_pack(obj, keep if keep is not None else []), buf)
-    data = buf.getvalue()
-    sock.sendall(struct.pack("<Q", len(data)) + data)
+    data = buf.getbuffer()  # no copy of a large message
+    sock.sendall(struct.pack("<Q", data.nbytes))
+    sock.sendall(data)
+    del data
 
 
 def recv(sock: socket.socket, trusted: bool) -> Any:
@@ -395,11 +397,18 @@ class CandidateSide:
         return {"latency": lat["candidate"].to_dict(), "samples": samples,
                 "tampered": self.integrity.tampered()}
 
-    def do_simulate(self, key: str, buf: int, gen: str) -> dict[str, Any]:
-        """The forward under the MTIA chip model (sampled programs: outputs incomplete)."""
+    def do_simulate(self, key: str, problem: str, sizes: dict[str, int], seed: int, gen: str
+                    ) -> dict[str, Any]:
+        """The forward under the MTIA chip model, at the problem's own sizes, on inputs made
+        here from ``seed`` (gigabytes at KernelBench's sizes: not sent; nothing compares these
+        outputs, which are incomplete: only sampled programs run)."""
+        from kernelevolve.problem import call_factory, parse_problem
         from kernelevolve.tools.mtia import MtiaIllegalKernel, simulate_forward
 
-        model, args = self.models[key], self.buffers[buf]
+        model = self.models[key]
+        module = parse_problem(problem).module(sizes)
+        torch.manual_seed(seed)
+        args = call_factory(module, "get_inputs", Path(problem))
         recorder = OpRecorder()
 
         def forward() -> Any:
