@@ -76,16 +76,15 @@ def test_tune_defaults_to_the_simulated_mtia_without_a_gpu():
 
 def test_an_interpreter_that_breaks_on_this_numpy_is_named_before_any_kernel_runs(monkeypatch):
     # Triton < 3.7's interpreter converts 1-element arrays with int(), which NumPy 2.4 refuses.
-    import numpy
-    import triton
+    import importlib.metadata
 
     from kernelevolve.errors import TargetError
     from kernelevolve.targets import get_target
 
-    monkeypatch.setattr(triton, "__version__", "3.6.0")
-    monkeypatch.setattr(numpy, "__version__", "2.4.1")
+    installed = {"triton": "3.6.0", "numpy": "2.4.1"}
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed[name])
     for name in ("cpu", "mtia-sim:2i"):
         with pytest.raises(TargetError, match=r"triton>=3\.7.*numpy<2\.4"):
             get_target(name)
-    monkeypatch.setattr(numpy, "__version__", "2.3.5")
+    installed["numpy"] = "2.3.5"
     assert get_target("cpu").interpreter

@@ -69,15 +69,20 @@ def _cuda(variant: str | None) -> Target:
 def _check_interpreter(name: str) -> None:
     """Triton's interpreter before 3.7 breaks on NumPy >= 2.4 (``tensor.__index__`` converts a
     1-element array with ``int()``): say so before any kernel runs."""
-    import numpy
-    import triton
+    from importlib.metadata import PackageNotFoundError, version
 
-    def version(text: str) -> tuple[int, ...]:
+    def parts(text: str) -> tuple[int, ...]:
         return tuple(int(p) for p in text.split("+")[0].split(".")[:2] if p.isdigit())
 
-    if version(triton.__version__) < (3, 7) and version(numpy.__version__) >= (2, 4):
+    # The versions as installed, without importing triton here: an import now would fix
+    # triton.language's own helpers as compiled (not interpreted) for this whole process.
+    try:
+        triton_v, numpy_v = version("triton"), version("numpy")
+    except PackageNotFoundError:
+        return
+    if parts(triton_v) < (3, 7) and parts(numpy_v) >= (2, 4):
         raise TargetError(f"target {name!r} runs Triton's interpreter, which in Triton "
-                          f"{triton.__version__} fails with NumPy {numpy.__version__}; install "
+                          f"{triton_v} fails with NumPy {numpy_v}; install "
                           f"triton>=3.7 (pip install 'triton>=3.7'), or numpy<2.4")
 
 

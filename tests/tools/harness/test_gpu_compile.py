@@ -13,6 +13,7 @@ from kernelevolve.tools.harness.pool import WorkerPool
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "gpu_compile"
 PROBLEM = DATA / "matmul_problem.py"
+SCALE = DATA / "scale_problem.py"
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +23,10 @@ def pool():
 
 
 def test_a_kernel_only_the_interpreter_runs_is_a_compile_error(pool):
-    r = pool.evaluate(PROBLEM, DATA / "matmul_dot_8x8.py")
+    r = pool.evaluate(SCALE, DATA / "scale_branch_types.py")
     assert r.status.value == "compile_error", r.message
-    assert "do not compile for the GPU (sm_90" in r.message and "K >= 16" in r.message
+    assert "do not compile for the GPU (sm_90" in r.message
+    assert "Mismatched type for scale" in r.message
     # It was right in the interpreter first: the compile stage is what refused it.
     assert any(c.name == "correct on input sets" and c.passed for c in r.checks)
 
@@ -38,7 +40,7 @@ def test_a_kernel_that_compiles_passes_and_says_for_what(pool):
 
 def test_the_stage_can_be_turned_off():
     with WorkerPool("cpu", EvalConfig(n_input_sets=2, gpu_compile_arch=None), workers=1) as p:
-        r = p.evaluate(PROBLEM, DATA / "matmul_dot_8x8.py")
+        r = p.evaluate(SCALE, DATA / "scale_branch_types.py")
     assert r.ok, r.message
     (check,) = [c for c in r.checks if c.name == "compiles for a GPU"]
     assert check.skipped and "gpu_compile_arch" in check.detail

@@ -1,5 +1,5 @@
 """Comparing a candidate's outputs with the reference's: dtype-aware tolerances, NaN/Inf
-handling, poisoning of freed output memory, and checks that inputs were left unmodified.
+handling, poisoning of free memory, and checks that inputs were left unmodified.
 
 Tolerances (``|out - ref| <= atol + rtol * |ref|`` elementwise), by output dtype:
 
@@ -215,20 +215,6 @@ def output_scale(flat: torch.Tensor) -> float:
         total += float(finite.abs().sum().item())
         count += finite.numel()
     return total / count if count else 0.0
-
-
-def poison(values: Any) -> None:
-    """Overwrite tensors that are about to be freed, so a candidate that returns uninitialized
-    memory cannot find the reference's answer in it."""
-    for t in as_list(values):
-        if not isinstance(t, torch.Tensor) or t.numel() == 0:
-            continue
-        if t.dtype.is_floating_point or t.dtype.is_complex:
-            t.data.fill_(float("nan"))
-        elif t.dtype == torch.bool:
-            t.data.fill_(True)
-        else:
-            t.data.fill_(torch.iinfo(t.dtype).max)
 
 
 def tensors_of(value: Any) -> list[torch.Tensor]:

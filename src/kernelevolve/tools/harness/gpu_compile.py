@@ -1,7 +1,7 @@
 """Compile, for a GPU, the Triton kernels a candidate launched in the interpreter.
 
 Triton's interpreter runs a kernel's Python body on numpy arrays: a kernel can pass there and
-still not compile for a GPU (``tl.dot`` on 8x8 tiles, a construct the compiler rejects, a pass
+still not compile for a GPU (a value typed float in one branch of a runtime ``if`` and int in the other, a pass
 that fails). On the interpreter targets (cpu, mtia-sim) the candidate process keeps each
 launch's kernel and arguments; :func:`launch_specs` turns them into Triton's signature strings and
 constexpr values, and a fresh Python process (``python -m kernelevolve.tools.harness.gpu_compile``,

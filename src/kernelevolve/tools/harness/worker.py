@@ -1,22 +1,26 @@
-"""The evaluation worker: a subprocess that loads a problem and a candidate and runs the cascade
-(import -> correctness on fresh inputs and other shapes -> runtime anti-cheat -> timing).
+"""The evaluation worker and the judge: a subprocess that evaluates candidates against a problem
+(import -> correctness on fresh inputs, other shapes and other values -> GPU compile on the
+interpreter targets -> runtime anti-cheat -> timing).
 
 Run as ``python -m kernelevolve.tools.harness.worker --fd-in R --fd-out W --target T``. Requests
-and replies are JSON lines on those two pipes; stdout and stderr belong to the candidate and go
-to the worker's log, which the parent tails. The worker imports only torch, triton, numpy and the
-standard library, so it runs on any GPU host as it is.
+and replies are JSON lines on those two pipes; stdout and stderr go to the worker's log, which
+the parent tails. The worker imports only torch, triton, numpy and the standard library, so it
+runs on any GPU host as it is.
 
-The worker process never runs a candidate itself: it imports torch and triton once, installs the
-launch counter and the interpreter's bounds checks, and then forks a fresh child for every job
-(copy-on-write: milliseconds). The child evaluates the candidate, sends its reply to the worker
-and exits, so whatever a candidate did to its process (module globals rebound, torch switches
-flipped, a poisoned CUDA context, a segfault) dies with it, and no process that ran a candidate
-judges another one. CUDA is initialised in the child only (a CUDA context does not survive a
-fork). Plain data the child worked out about the problem (shrunk and other sizes) comes back
-with the reply and is kept for the next child.
+Three processes per job, and the one that stays runs no candidate code: the worker imports torch
+and triton once, installs the launch counter and the interpreter's bounds checks, and forks a
+**judge** for every job (copy-on-write: milliseconds). The judge (``Evaluation``) forks the
+**candidate process** (candidate.py) before it draws seeds or builds the reference, then holds
+the reference, its outputs, the tolerances and the rules, and sends the verdict back to the
+worker; the candidate process only runs forwards. Both exit with the job, so whatever a candidate
+did to its process (module globals rebound, torch switches flipped, a poisoned CUDA context, a
+segfault) dies with it, and no process that ran a candidate judges another one. CUDA is
+initialised in the judge and the candidate process only (a CUDA context does not survive a
+fork). Plain data the judge worked out about the problem (shrunk and other sizes) comes back
+with the reply and is kept for the next job.
 
 A reply is a dict shaped like ``EvalResult`` (validated by the parent). ``"fatal": true`` is
-kept for the parent's bookkeeping; the worker itself is unaffected by its child's fate.
+kept for the parent's bookkeeping; the worker itself is unaffected by its children's fate.
 """
 
 from __future__ import annotations
