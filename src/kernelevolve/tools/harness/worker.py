@@ -164,9 +164,13 @@ class Evaluation:
     def base_sizes(self, problem: Problem) -> dict[str, int]:
         if self.device.type == "cuda":
             return dict(problem.sizes)
-        key = (problem.digest, int(self.cfg["cpu_max_elements"]))
+        return self.shrunk(problem, int(self.cfg["cpu_max_elements"]))
+
+    def shrunk(self, problem: Problem, budget: int) -> dict[str, int]:
+        """``problem.shrink_sizes(budget)``, kept by the worker for later jobs."""
+        key = (problem.digest, budget)
         if key not in self.state.shrunk:
-            self.state.shrunk[key] = problem.shrink_sizes(key[1])
+            self.state.shrunk[key] = problem.shrink_sizes(budget)
         return dict(self.state.shrunk[key])
 
     def build(self, problem: Problem, sizes: dict[str, int], perturb: bool = False
@@ -366,11 +370,7 @@ class Evaluation:
         shapes, fails there. On a GPU the problem's own sizes are the base: none larger."""
         if self.device.type == "cuda" or base == problem.sizes:
             return None
-        budget = 4 * int(self.cfg["cpu_max_elements"])
-        key = (problem.digest, budget)
-        if key not in self.state.shrunk:
-            self.state.shrunk[key] = problem.shrink_sizes(budget)
-        larger = dict(self.state.shrunk[key])
+        larger = self.shrunk(problem, 4 * int(self.cfg["cpu_max_elements"]))
         return larger if larger != base else None
 
     def other_sizes(self, problem: Problem, base: dict[str, int]
