@@ -140,3 +140,77 @@ def test_instantiate_is_seeded(tmp_path):
     _, a, _ = problem.instantiate(sizes, seed=3)
     _, b, _ = problem.instantiate(sizes, seed=3)
     assert torch.equal(a.conv.weight, b.conv.weight)
+
+
+INLINE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.w = nn.Parameter(w)
+    def forward(self, x, labels):
+        return x @ self.w
+
+def get_inputs():
+    return [torch.randn(16, 2 ** 8), torch.randint(0, 10, (16,))]
+
+def get_init_inputs():
+    return [torch.ones((256, 1))]
+"""
+
+
+def test_inline_shapes_become_sizes_that_overrides_move(tmp_path):
+    problem = load_problem(write(tmp_path, INLINE))
+    # Shape arguments of torch factories are lifted (randint's bounds are values, not shapes;
+    # a size of 1 never moves).
+    assert problem.sizes == {"_inline_get_inputs_0": 16, "_inline_get_inputs_1": 256,
+                             "_inline_get_inputs_2": 16, "_inline_get_init_inputs_0": 256}
+    module, model, _ = problem.instantiate({"_inline_get_inputs_1": 200,
+                                            "_inline_get_init_inputs_0": 200})
+    x, labels = module.get_inputs()
+    assert x.shape == (16, 200) and labels.shape == (16,) and int(labels.max()) < 10
+    assert model.w.shape == (200, 1)
+    sizes, why = problem.other_sizes(problem.sizes)
+    assert why == "" and sizes is not None and sizes["_inline_get_inputs_1"] != 256
+
+
+SMALL = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, channels, kernel_size, dim):
+        super().__init__()
+        if channels != 3:
+            raise ValueError("RGB only")
+        self.conv = nn.Conv2d(channels, 4, kernel_size)
+        self.dim = dim
+    def forward(self, x):
+        return torch.softmax(self.conv(x), dim=self.dim)
+
+batch_size = 8
+channels = 3
+kernel_size = 3
+dim = 1
+height = width = 32
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, height, width)]
+
+def get_init_inputs():
+    return [channels, kernel_size, dim]
+"""
+
+
+def test_small_sizes_that_are_input_dimensions_move_where_the_problem_accepts_it(tmp_path):
+    problem = load_problem(write(tmp_path, SMALL))
+    # batch and channels shape the input; the kernel size and the axis do not.
+    assert problem.small_extents(problem.sizes) == {"batch_size": 5, "channels": 2}
+    sizes, why = problem.other_sizes(problem.sizes)
+    assert why == "" and sizes is not None
+    # The model refuses 2 channels: the first family it accepts moves the batch only.
+    assert sizes["batch_size"] == 5 and sizes["channels"] == 3
+    assert sizes["kernel_size"] == 3 and sizes["dim"] == 1 and sizes["height"] != 32
+    assert problem.rejects(sizes) is None

@@ -16,6 +16,8 @@ _EXPORTS = {
     "Problem": "kernelevolve.problem",
     "evaluate": "kernelevolve.tools.harness.pool",
     "WorkerPool": "kernelevolve.tools.harness.pool",
+    "EvalPool": "kernelevolve.tools.harness.pool",
+    "make_pool": "kernelevolve.tools.harness.pool",
     "EvalResult": "kernelevolve.tools.harness.result",
     "EvalStatus": "kernelevolve.tools.harness.result",
     "EvalConfig": "kernelevolve.config",
@@ -30,9 +32,9 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "EvalConfig", "EvalResult", "EvalStatus", "KernelEvolveError", "Problem", "Session",
-    "Settings", "TuneResult", "WorkerPool", "__version__", "evaluate", "get_target",
-    "load_problem", "load_settings", "resume", "tune",
+    "EvalConfig", "EvalPool", "EvalResult", "EvalStatus", "KernelEvolveError", "Problem",
+    "Session", "Settings", "TuneResult", "WorkerPool", "__version__", "evaluate", "get_target",
+    "load_problem", "load_settings", "make_pool", "resume", "tune",
 ]
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from kernelevolve.graph.session import Session, TuneResult, resume, tune
     from kernelevolve.problem import Problem, load_problem
     from kernelevolve.targets import get_target
-    from kernelevolve.tools.harness.pool import WorkerPool, evaluate
+    from kernelevolve.tools.harness.pool import EvalPool, WorkerPool, evaluate, make_pool
     from kernelevolve.tools.harness.result import EvalResult, EvalStatus
 
 

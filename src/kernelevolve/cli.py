@@ -44,12 +44,12 @@ def check(
 ) -> None:
     """Verify (and on a GPU, time) one candidate against its reference. Exits 0 only if ok."""
     from kernelevolve.config import load_settings
-    from kernelevolve.tools.harness.pool import WorkerPool
+    from kernelevolve.tools.harness.pool import make_pool
     from kernelevolve.tools.harness.render import render_result
 
     overrides = {"eval": {"allowed_ops": allow_op}} if allow_op else {}
     settings = load_settings(config, **overrides)
-    with WorkerPool(target, settings.eval, workers=1) as pool:
+    with make_pool(target, settings.eval, workers=1) as pool:
         if not json_out:
             err_console.print(f"[dim]evaluating {candidate} on {pool.target.name} "
                               f"({pool.target.description})[/dim]")
@@ -76,13 +76,13 @@ def profile(
     diagnosis (memory-, compute-, occupancy- or launch-bound). Exits 0 only if ok."""
     from kernelevolve.config import load_settings
     from kernelevolve.tools.diagnosis import render_profile
-    from kernelevolve.tools.harness.pool import WorkerPool
+    from kernelevolve.tools.harness.pool import make_pool
     from kernelevolve.tools.harness.render import render_result
 
     chosen = [t.strip() for t in tools.split(",") if t.strip()]
     raw = {"raw_dir": str(raw_dir.resolve())} if raw_dir else {}
     settings = load_settings(config, eval={"profile": {"enabled": True, "tools": chosen, **raw}})
-    with WorkerPool("cuda", settings.eval, workers=1) as pool:
+    with make_pool("cuda", settings.eval, workers=1) as pool:
         if not json_out:
             err_console.print(f"[dim]profiling {candidate} on {pool.target.description}[/dim]")
         result = pool.evaluate(problem, candidate)
@@ -114,6 +114,8 @@ def _interruptible(run_dir: Path) -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+BATCH_HELP = ("candidates per round, drafted and evaluated at once (1-16; default 1: one at "
+              "a time)")
 LLM_HELP = ("a model at the configured endpoint, or 'offline', 'local', 'local:0.5b' to force "
             "that synthesizer (default: the endpoint if configured, else the installed local "
             "model, else offline)")
@@ -125,10 +127,11 @@ def tune(
     target: Annotated[str | None, typer.Option(
         help="cuda, mtia-sim:2i, cpu, ... (default: cuda on a GPU host, else mtia-sim:2i)")] = None,
     goal: Annotated[float | None, typer.Option(help="stop at this speedup vs eager")] = None,
-    rounds: Annotated[int | None, typer.Option(help="budget: expansions")] = None,
+    rounds: Annotated[int | None, typer.Option(help="budget: rounds")] = None,
     wall: Annotated[float | None, typer.Option("--wall", help="budget: wall seconds")] = None,
     tokens: Annotated[int | None, typer.Option(help="budget: LLM tokens")] = None,
     strategy: Annotated[str | None, typer.Option(help="mcts or evolutionary")] = None,
+    batch: Annotated[int | None, typer.Option(help=BATCH_HELP)] = None,
     llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
     out: Annotated[Path | None, typer.Option(
         help="write the best kernel here (default: ./<problem>_tuned.py)")] = None,
@@ -144,7 +147,7 @@ def tune(
     from kernelevolve.graph.session import Session
 
     settings = _tune_settings(config, goal=goal, rounds=rounds, wall_s=wall, tokens=tokens,
-                              strategy=strategy)
+                              strategy=strategy, batch=batch)
     assert isinstance(settings, Settings)
     if llm:
         settings.llm.model = llm
@@ -176,7 +179,8 @@ def chat(
     target: Annotated[str | None, typer.Option(
         help="cuda, mtia-sim:2i, cpu, ... (default: cuda on a GPU host, else mtia-sim:2i)")] = None,
     goal: Annotated[float | None, typer.Option(help="stop at this speedup vs eager")] = None,
-    rounds: Annotated[int | None, typer.Option(help="budget: expansions")] = None,
+    rounds: Annotated[int | None, typer.Option(help="budget: rounds")] = None,
+    batch: Annotated[int | None, typer.Option(help=BATCH_HELP)] = None,
     llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
@@ -189,7 +193,7 @@ def chat(
     from kernelevolve.graph.session import Session
     from kernelevolve.store import records_from_state
 
-    settings = _tune_settings(config, goal=goal, rounds=rounds)
+    settings = _tune_settings(config, goal=goal, rounds=rounds, batch=batch)
     assert isinstance(settings, Settings)
     if llm:
         settings.llm.model = llm

@@ -96,6 +96,19 @@ class EvalConfig(_Section):
         None, description="base seed of the input sets; unset: a fresh random one per evaluation"
     )
     profile: ProfileConfig = Field(default_factory=ProfileConfig)
+    backend: Literal["local", "ray"] = Field(
+        "local",
+        description="where candidates are evaluated: 'local' (warm workers on this host) or "
+                    "'ray' (an actor per GPU of a Ray cluster; pip install 'kernelevolve[ray]')")
+    ray_address: str | None = Field(
+        None,
+        description="backend 'ray': the cluster to join ('auto', 'host:6379' or "
+                    "'ray://host:10001'); unset: a private Ray instance on this host, shut "
+                    "down with the pool")
+    workers_per_gpu: int = Field(
+        1, ge=1,
+        description="evaluation workers started per device (their CPU stages overlap; GPU "
+                    "timing is never concurrent on one GPU)")
 
 
 class KBConfig(_Section):
@@ -167,12 +180,21 @@ class SearchConfig(_Section):
 
     strategy: Literal["mcts", "evolutionary"] = "mcts"
     goal: float = Field(1.5, gt=0, description="stop once the best speedup vs eager reaches this")
-    rounds: int = Field(12, ge=1, description="budget: expansions (each one a new candidate)")
+    rounds: int = Field(
+        12, ge=1, description="budget: rounds (each one expands `batch` new candidates)"
+    )
     wall_s: float = Field(3600.0, gt=0, description="budget: wall-clock seconds of the run")
     tokens: int = Field(2_000_000, ge=0, description="budget: LLM tokens (prompt + reply)")
     max_repairs: int = Field(2, ge=0, description="Debugger repairs of one failed candidate")
     max_reply_retries: int = Field(
         2, ge=0, description="re-asks when a reply holds no usable code"
+    )
+    batch: int = Field(
+        1, ge=1, le=16,
+        description="candidates a round drafts and evaluates at once: the Planner picks this "
+        "many expansions (children of several frontier nodes, or of one node with different "
+        "memory operators and intents); their synthesizer calls overlap, their evaluations go "
+        "to the pool together (GPU timing stays serialized per GPU); 1: one at a time"
     )
     max_children: int = Field(3, ge=1, description="MCTS: children of a node before descending")
     uct_c: float = Field(0.7, ge=0, description="MCTS exploration constant")

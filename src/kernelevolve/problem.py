@@ -2,7 +2,9 @@
 
 A problem's module-level integer sizes (``batch_size = 16``) can be overridden, so correctness is
 also checked on shapes other than the ones timed. Overrides rewrite the assignment in the source,
-so sizes derived from them (``hidden = 4 * dim``) follow.
+so sizes derived from them (``hidden = 4 * dim``) follow. A shape written inline in
+``get_inputs()`` (``torch.randn(16, 256)``) is a size too: its integers are lifted into
+module-level names (``_inline_get_inputs_0 = 16``) that the function then reads.
 
 This module needs only the standard library and torch: evaluation workers import it.
 """
@@ -13,7 +15,7 @@ import ast
 import hashlib
 import math
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,15 @@ REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 # Optional: a problem may name library ops its candidates may call (e.g. ["conv2d"]), so a
 # conv-with-epilogue problem can ask for the epilogue alone. Plain KernelBench files lack it.
 ALLOWED_OPS_NAME = "KERNELEVOLVE_ALLOWED_OPS"
-# Sizes below this are axis indices, kernel sizes, strides or head counts: never rescaled.
+# Sizes below this are axis indices, kernel sizes, strides or head counts: never rescaled. A
+# small size that is a dimension of an input (a batch of 8, 3 channels) is moved instead, to
+# SMALL_MOVES's value (never to 1, which broadcasts).
 MIN_SCALABLE_SIZE = 8
+SMALL_MOVES = {2: 3, 3: 2, 4: 3, 5: 3, 6: 5, 7: 5, 8: 5}
+# Inline shapes: the integer size arguments of these torch factories in get_inputs() and
+# get_init_inputs() become sizes named INLINE_PREFIX + function + "_" + number.
+INLINE_PREFIX = "_inline_"
+_SHAPE_FACTORIES = ("randn", "rand", "zeros", "ones", "empty")
 
 
 _INT_OPS: dict[type, Any] = {
@@ -83,6 +92,75 @@ def _top_level_int_sizes(tree: ast.Module) -> dict[str, int]:
     return sizes
 
 
+def _size_args(call: ast.Call) -> list[ast.expr]:
+    """The arguments of a torch factory call that are its shape (not a fill value or bounds)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.value.id == "torch"):
+        return []
+    shape_kw = [k.value for k in call.keywords if k.arg == "size"]
+    args = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+    if func.attr in _SHAPE_FACTORIES:
+        return args + shape_kw
+    if func.attr == "full":
+        return args[:1] + shape_kw
+    if func.attr == "randint":  # randint(high, size) or randint(low, high, size)
+        return [a for a in args[1:] if isinstance(a, ast.Tuple | ast.List)][-1:] + shape_kw
+    if func.attr in ("randperm", "arange") and len(args) == 1:
+        return args
+    return []
+
+
+def _lift_inline_sizes(tree: ast.Module) -> ast.Module:
+    """Integers written as shapes of torch factories inside ``get_inputs`` / ``get_init_inputs``
+    (``torch.randn(16, 256)``, ``torch.zeros((4, 8))``) replaced by module-level names assigned
+    just before the function, so they are sizes like named ones."""
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in ("get_inputs", "get_init_inputs"):
+            body.extend(_lift_from(stmt))
+        body.append(stmt)
+    tree.body = body
+    return ast.fix_missing_locations(tree)
+
+
+def _lift_from(fn: ast.FunctionDef) -> list[ast.stmt]:
+    """Rewrite the factory shapes in ``fn`` to names; the assignments of those names. Integers
+    below 2 stay as written: a size of 1 is never moved."""
+    lifted: list[ast.stmt] = []
+
+    def lift(node: ast.expr) -> ast.expr:
+        value = _int_value(node)
+        if value is None or value < 2:
+            return node
+        name = f"{INLINE_PREFIX}{fn.name}_{len(lifted)}"
+        lifted.append(ast.copy_location(
+            ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Constant(value)), fn))
+        return ast.copy_location(ast.Name(name, ast.Load()), node)
+
+    for call in [n for n in ast.walk(fn) if isinstance(n, ast.Call)]:
+        shape_args = {id(a) for a in _size_args(call)}
+
+        def rewrite(arg: ast.expr, shape_args: set[int] = shape_args) -> ast.expr:
+            if id(arg) not in shape_args:
+                return arg
+            if isinstance(arg, ast.Tuple | ast.List):
+                arg.elts = [lift(e) for e in arg.elts]
+                return arg
+            return lift(arg)
+
+        call.args = [ast.Starred(rewrite(a.value), a.ctx) if isinstance(a, ast.Starred)
+                     else rewrite(a) for a in call.args]
+        for keyword in call.keywords:
+            keyword.value = rewrite(keyword.value)
+    return lifted
+
+
+def _problem_tree(source: str, filename: str) -> ast.Module:
+    """The problem's source parsed, inline shapes lifted into module-level sizes."""
+    return _lift_inline_sizes(ast.parse(source, filename=filename))
+
+
 def _defined_names(tree: ast.Module) -> set[str]:
     names: set[str] = set()
     for node in tree.body:
@@ -120,7 +198,9 @@ def _rewrite_sizes(tree: ast.Module, sizes: Mapping[str, int]) -> ast.Module:
 
 @dataclass
 class Problem:
-    """A loaded problem file. ``sizes`` are its module-level integer constants as written."""
+    """A loaded problem file. ``sizes`` are its module-level integer constants as written,
+    and the integer shapes written inline in its ``get_inputs()`` / ``get_init_inputs()``
+    factories under their lifted names (``_inline_get_inputs_0``)."""
 
     path: Path
     source: str
@@ -143,7 +223,7 @@ class Problem:
                 f"{self.path}: cannot override {sorted(unknown)}: not module-level integer sizes "
                 f"of this problem (it has {sorted(self.sizes)})"
             )
-        tree = ast.parse(self.source, filename=str(self.path))
+        tree = _problem_tree(self.source, str(self.path))
         if sizes:
             tree = _rewrite_sizes(tree, sizes)
         module = types.ModuleType(f"kernelevolve_problem_{self.name}")
@@ -233,12 +313,16 @@ class Problem:
 
     def other_sizes(self, base: Mapping[str, int]) -> tuple[dict[str, int] | None, str]:
         """Sizes other than ``base`` that the problem accepts, for the other-shapes check: the
-        first of :func:`size_families` its code does not refuse, and a line saying what was
+        first of :meth:`size_candidates` its code does not refuse, and a line saying what was
         tried. None when no size can change, or the problem refuses every family."""
-        families = size_families(base)
+        families = self.size_candidates(base)
         if not families:
+            if not base:
+                return None, ("the problem has no integer sizes (no module-level size, no "
+                              "integer shape of a torch factory in get_inputs())")
             return None, (f"no size of this problem can change (its sizes {dict(base)} are all "
-                          f"<= {MIN_SCALABLE_SIZE}: axis indices, kernel sizes)")
+                          f"<= {MIN_SCALABLE_SIZE} and none is a dimension of an input: axis "
+                          f"indices, kernel sizes)")
         refusals = []
         for sizes in families:
             why = self.rejects(sizes)
@@ -248,9 +332,56 @@ class Problem:
         return None, (f"the problem refuses every other size tried ({len(families)}), e.g. "
                       f"{refusals[0]}")
 
+    def size_candidates(self, base: Mapping[str, int]) -> list[dict[str, int]]:
+        """Every other size family worth probing, most telling first: the :func:`size_families`
+        with the small input dimensions moved too (:meth:`small_extents`: a batch of 8 becomes
+        5; all of them, then each alone), then without; then, where the problem has inline
+        shapes, the same with those held (a model built for 224x224 images refuses others)."""
+        small = self.small_extents(base)
+        moves = ([small] + ([{k: v} for k, v in small.items()] if len(small) > 1 else [])
+                 if small else [])
+        inline = [k for k in base if k.startswith(INLINE_PREFIX)]
+        groups = [size_families(base)] + ([size_families(base, fixed=inline)] if inline else [])
+        out: list[dict[str, int]] = []
+        for families in groups:
+            moved = [{**f, **m} for m in moves for f in [*families, dict(base)]]
+            for sizes in moved + families:
+                if sizes != dict(base) and sizes not in out:
+                    out.append(sizes)
+        return out
 
-def size_families(base: Mapping[str, int]) -> list[dict[str, int]]:
-    """Other sizes to check at, most telling first, all different from ``base``:
+    def small_extents(self, base: Mapping[str, int]) -> dict[str, int]:
+        """The sizes of ``base`` too small to rescale (2 to MIN_SCALABLE_SIZE) that are
+        dimensions of an input, each mapped to its SMALL_MOVES value: moved alone, it changes
+        the shape of a tensor ``get_inputs()`` returns (probed on the meta device). A batch of 8
+        or 3 channels qualify; an axis index, a kernel size, a stride or a group count do not."""
+        shapes = self._input_shapes(base)
+        if shapes is None:
+            return {}
+        moved: dict[str, int] = {}
+        for name, value in base.items():
+            if value in SMALL_MOVES:
+                other = self._input_shapes({**base, name: SMALL_MOVES[value]})
+                if other is not None and other != shapes:
+                    moved[name] = SMALL_MOVES[value]
+        return moved
+
+    def _input_shapes(self, sizes: Mapping[str, int]) -> list[tuple[int, ...] | None] | None:
+        """The shapes of ``get_inputs()``'s tensors at ``sizes`` (None for other values), made
+        on the meta device; None when the problem cannot make them there."""
+        try:
+            module = self.module(sizes)
+            with torch.device("meta"):
+                values = call_factory(module, "get_inputs", self.path)
+        except Exception:  # the problem's own code refuses these sizes, or the meta device
+            return None
+        return [tuple(v.shape) if isinstance(v, torch.Tensor) else None for v in values]
+
+
+def size_families(base: Mapping[str, int], fixed: Collection[str] = ()
+                  ) -> list[dict[str, int]]:
+    """Other sizes to check at, most telling first, all different from ``base`` (the sizes
+    named in ``fixed`` keep their values):
 
     1. each scalable size moved to a nearby odd number (catches missing masks and hard-wired
        shapes) — :func:`perturbed_sizes`;
@@ -265,11 +396,11 @@ def size_families(base: Mapping[str, int]) -> list[dict[str, int]]:
         if sizes != dict(base) and sizes not in out:
             out.append(sizes)
 
-    scalable = {k: v for k, v in base.items() if v > MIN_SCALABLE_SIZE}
+    scalable = {k: v for k, v in base.items() if v > MIN_SCALABLE_SIZE and k not in fixed}
     if not scalable:
         return out
     for variant in range(3):
-        add(perturbed_sizes(base, variant))
+        add({**perturbed_sizes(base, variant), **{k: base[k] for k in fixed if k in base}})
     small = [v for v in base.values() if 1 < v <= MIN_SCALABLE_SIZE]
     for factor in (0.75, 1.25):
         sizes = dict(base)
@@ -339,7 +470,8 @@ def parse_problem(path: str | Path) -> Problem:
             f"{p} is not a KernelBench-format problem: it lacks {', '.join(missing)} "
             f"(a problem defines class Model(nn.Module), get_inputs() and get_init_inputs())"
         )
-    return Problem(path=p.resolve(), source=source, sizes=_top_level_int_sizes(tree),
+    return Problem(path=p.resolve(), source=source,
+                   sizes=_top_level_int_sizes(_lift_inline_sizes(tree)),
                    allowed_ops=_allowed_ops(tree, p))
 
 

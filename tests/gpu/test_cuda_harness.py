@@ -96,3 +96,78 @@ def test_suspicious_speedup_is_reverified():
     if result.speedup and result.speedup > 1.0001:
         assert any("re-verified" in f for f in result.flags)
         assert any(c.name == "correct on fresh other shapes" for c in result.checks)
+
+
+LARGE_RELU = DATA / "relu_bf16_large.py"
+RED_TEAM = Path(__file__).resolve().parents[1] / "adversarial" / "gpu"
+
+
+def _judge_only(candidate: Path) -> dict:
+    """The candidate evaluated by the judge alone, past the static stage (which refuses these
+    patches): the judge's own bounds on reported timing must hold for code that escaped it."""
+    import json
+
+    from kernelevolve.targets import get_target
+    from kernelevolve.tools.harness.pool import Worker
+
+    config = EvalConfig(n_input_sets=1, extra_shapes=False, min_trials=20, min_time_s=0.2,
+                        timeout_s=600)
+    worker = Worker(get_target("cuda"), 0, config)
+    try:
+        job = {"id": "red-team", "problem": str(LARGE_RELU), "candidate": str(candidate),
+               "config": json.loads(config.model_dump_json()), "timed": True}
+        return worker.evaluate(job, config.timeout_s)
+    finally:
+        worker.close()
+
+
+def test_reported_timing_below_the_judges_wall_clock_is_refused():
+    reply = _judge_only(RED_TEAM / "fake_event_timing.py")
+    assert reply["status"] == "cheat", reply.get("message")
+    assert "judge's clock" in reply["message"]
+
+
+def test_reported_timing_below_the_memory_floor_is_refused():
+    reply = _judge_only(RED_TEAM / "fake_timing_skip_repeat.py")
+    assert reply["status"] == "cheat", reply.get("message")
+    assert "copy bandwidth" in reply["message"]
+
+
+def test_honest_kernel_passes_the_judges_timing_bounds():
+    reply = _judge_only(DATA / "relu_triton.py")
+    assert reply["status"] == "ok", reply.get("message")
+    names = [c["name"] for c in reply["checks"]]
+    assert "reported timing within the judge's wall clock" in names
+    assert "reported timing above the memory floor" in names
+
+
+def test_a_run_reports_its_best_kernel_beside_fresh_references(tmp_path):
+    """During a search eager and torch.compile are timed once and reused; the figure the run
+    reports for its best kernel is measured again beside freshly timed references."""
+    import json
+
+    from kernelevolve.config import load_settings
+    from kernelevolve.graph.session import FINAL, tune
+
+    settings = load_settings(
+        search={"retrieve": False, "distill": False, "rounds": 3},
+        eval={"n_input_sets": 2, "min_trials": 20, "min_time_s": 0.2},
+        runs={"dir": str(tmp_path / "runs")})
+    result = tune(EXAMPLES / "problems" / "04_row_softmax.py", target="cuda", llm="offline",
+                  settings=settings)
+    assert result.finished and result.best_result is not None, result
+    assert result.candidates >= 2
+    timing = result.best_result.timing
+    assert timing is not None and not timing.references_reused
+    final = Path(result.run_dir) / FINAL
+    if final.exists():  # the best came after the first timed candidate: re-timed at the end
+        assert json.loads(final.read_text())["node"] == result.best_node
+        assert result.best_speedup == pytest.approx(timing.speedup_vs_eager)
+    else:  # the best is the candidate whose evaluation timed the references
+        from kernelevolve.graph.session import Session
+        from kernelevolve.tools.harness.result import EvalResult
+
+        with Session.open(result.run_dir, settings=settings) as session:
+            best = session.values()["tree"].nodes[result.best_node]
+        searched = EvalResult.model_validate_json(best.result_json).timing
+        assert searched is not None and not searched.references_reused

@@ -11,7 +11,14 @@ from kernelevolve.agents.coder import record_no_code, spend
 from kernelevolve.agents.librarian import lookup
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.search import SearchTree
-from kernelevolve.graph.state import EventKind, RunState, prompt_state
+from kernelevolve.graph.state import (
+    Draft,
+    ErrorInfo,
+    EventKind,
+    PromptState,
+    RunState,
+    prompt_state,
+)
 
 
 def repairs_so_far(tree: SearchTree, node_id: str) -> int:
@@ -23,11 +30,8 @@ def repairs_so_far(tree: SearchTree, node_id: str) -> int:
     return n
 
 
-def repair(state: RunState, deps: Deps) -> dict[str, Any]:
-    error = state.get("last_error")
-    assert error is not None
-    knowledge = lookup(deps, state["task"].operator_class, None, error, None)
-    ps = prompt_state({**state, "knowledge": knowledge}, repair=True)
+def ask_repair(deps: Deps, ps: PromptState, error: ErrorInfo) -> Draft:
+    """One synthesizer call to repair ``error``'s candidate; an unchanged echo counts as none."""
     draft = deps.synthesizer.repair(ps).model_copy(update={
         "origin": "debugger", "repair_of": error.node_id, "attempt": 0})
     if draft.source is not None and error.source is not None \
@@ -35,6 +39,19 @@ def repair(state: RunState, deps: Deps) -> dict[str, Any]:
         # Evaluating it again would only fail again (small models often echo the input).
         draft = draft.model_copy(update={
             "source": None, "problem": "the reply returned the failed candidate unchanged"})
+    return draft
+
+
+def repairing_text(error: ErrorInfo, draft: Draft) -> str:
+    return f"repairing {error.node_id} ({error.status}): {draft.intent or 'fix'}"
+
+
+def repair(state: RunState, deps: Deps) -> dict[str, Any]:
+    error = state.get("last_error")
+    assert error is not None
+    knowledge = lookup(deps, state["task"].operator_class, None, error, None)
+    ps = prompt_state({**state, "knowledge": knowledge}, repair=True)
+    draft = ask_repair(deps, ps, error)
     usage = spend(deps.tick(state["usage"]), draft)
     out: dict[str, Any] = {"draft": draft, "usage": usage, "knowledge": knowledge}
     if draft.source is None:
@@ -42,7 +59,6 @@ def repair(state: RunState, deps: Deps) -> dict[str, Any]:
         assert exp is not None
         out.update(record_no_code(state, deps, draft, usage, exp.parent_id))
         return out
-    out["events"] = [deps.event(EventKind.repair, state["round"],
-                                f"repairing {error.node_id} ({error.status}): "
-                                f"{draft.intent or 'fix'}", usage, node_id=error.node_id)]
+    out["events"] = [deps.event(EventKind.repair, state["round"], repairing_text(error, draft),
+                                usage, node_id=error.node_id)]
     return out

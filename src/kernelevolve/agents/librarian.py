@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelevolve.graph.runtime import Deps
-from kernelevolve.graph.search import ROOT, DiagnosisInfo
-from kernelevolve.graph.state import ErrorInfo, EventKind, Knowledge, RunState
+from kernelevolve.graph.search import ROOT, DiagnosisInfo, Node, SearchTree
+from kernelevolve.graph.state import ErrorInfo, Event, EventKind, Knowledge, RunState, Usage
 from kernelevolve.kb import Improvement, Situation, kb_target
 
 
@@ -44,20 +44,30 @@ def retrieve(state: RunState, deps: Deps) -> dict[str, Any]:
 
 
 def distill(state: RunState, deps: Deps) -> dict[str, Any]:
-    """After a verified candidate: when it beat its (verified) parent by the configured margin,
-    write the lesson to the knowledge base's skills."""
+    """After a round: for each verified candidate of it that beat its (verified) parent by the
+    configured margin, write the lesson to the knowledge base's skills (one candidate a round,
+    or several with ``search.batch``)."""
     tree = state["tree"]
-    node = tree.nodes[tree.last_id] if tree.last_id else None
     usage = deps.tick(state["usage"])
-    if (node is None or not node.ok or deps.kb is None or not deps.settings.search.distill
+    events = []
+    for node in [n for n in tree.nodes.values() if n.round == state["round"] and n.ok]:
+        ev = _distill_one(state, deps, tree, node, usage)
+        if ev is not None:
+            events.append(ev)
+    return {"usage": usage, "events": events} if events else {"usage": usage}
+
+
+def _distill_one(state: RunState, deps: Deps, tree: SearchTree, node: Node, usage: Usage
+                 ) -> Event | None:
+    if (deps.kb is None or not deps.settings.search.distill
             or node.parent in (None, ROOT) or node.latency_ms is None):
-        return {"usage": usage}
+        return None
     parent = tree.nodes[node.parent] if node.parent else None
     if parent is None or not parent.ok or parent.latency_ms is None or parent.source is None \
             or node.source is None:
-        return {"usage": usage}
+        return None
     if parent.latency_ms / node.latency_ms - 1 < deps.settings.kb.skill_min_gain:
-        return {"usage": usage}  # no lesson (and no need to open the knowledge base)
+        return None  # no lesson (and no need to open the knowledge base)
     improvement = Improvement(
         target=_target_tag(deps), operator_class=state["task"].operator_class or "unknown",
         diagnosis=parent.diagnosis.kind if parent.diagnosis is not None else None,
@@ -67,9 +77,8 @@ def distill(state: RunState, deps: Deps) -> dict[str, Any]:
         run_id=deps.run_dir.name)
     write = deps.kb.distill_improvement(improvement)
     if write is None:
-        return {"usage": usage}
-    ev = deps.event(EventKind.distill, state["round"],
-                    f"skill {write.skill.id} {write.action}: "
-                    f"{parent.id} -> {node.id} ({parent.latency_ms / node.latency_ms:.2f}x)",
-                    usage, node_id=node.id)
-    return {"usage": usage, "events": [ev]}
+        return None
+    return deps.event(EventKind.distill, state["round"],
+                      f"skill {write.skill.id} {write.action}: "
+                      f"{parent.id} -> {node.id} ({parent.latency_ms / node.latency_ms:.2f}x)",
+                      usage, node_id=node.id)

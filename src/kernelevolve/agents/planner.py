@@ -14,13 +14,24 @@ from kernelevolve.graph.search import (
     DiagnosisInfo,
     MemoryOperator,
     Node,
+    SearchTree,
     choose_operator,
+    select_batch,
     select_mcts,
     select_tournament,
     stagnated,
     stop_reason,
 )
-from kernelevolve.graph.state import Event, EventKind, Expansion, RunState
+from kernelevolve.graph.state import (
+    Draft,
+    Event,
+    EventKind,
+    Expansion,
+    RunState,
+    Slot,
+    Usage,
+    prompt_state,
+)
 
 # What each bound asks the next candidate to do (the knowledge base's playbooks say how).
 ACTIONS = {
@@ -42,6 +53,7 @@ def summary(state: RunState) -> dict[str, Any]:
     """What the user sees when an interactive run pauses."""
     tree = state["tree"]
     best = tree.best
+    this_round = sum(1 for n in tree.nodes.values() if n.round == state["round"] and n.id != ROOT)
     return {
         "round": state["round"],
         "nodes": len(tree.nodes) - 1,
@@ -49,7 +61,7 @@ def summary(state: RunState) -> dict[str, Any]:
             "node": best.id, "speedup": best.speedup, "latency_ms": best.latency_ms,
             "intent": best.intent},
         "last": [{"node": n.id, "status": n.status, "speedup": n.speedup, "intent": n.intent}
-                 for n in list(tree.nodes.values())[-3:] if n.id != ROOT],
+                 for n in list(tree.nodes.values())[-max(3, this_round):] if n.id != ROOT],
         "usage": state["usage"].model_dump(),
     }
 
@@ -110,6 +122,8 @@ def plan(state: RunState, deps: Deps) -> dict[str, Any]:
         return {"stop_reason": reason, "usage": usage, "events": events, "user_notes": notes}
     tree = state["tree"].model_copy(deep=True)
     seeds = list(state.get("seeds") or [])
+    if cfg.batch > 1:
+        return plan_batch(state, deps, tree, seeds, usage, events, notes)
     if seeds:
         seed = seeds.pop(0)
         exp = Expansion(parent_id=ROOT, operator="fresh", intent=seed.intent)
@@ -144,3 +158,67 @@ def plan(state: RunState, deps: Deps) -> dict[str, Any]:
         "diagnosis": diagnosis, "knowledge": [] if restart else state.get("knowledge", []),
         "usage": usage, "events": events, "user_notes": notes,
     }
+
+
+# What the second, third... candidate of a batch from the same node with the same memory
+# operator varies first, so the concurrent calls do not all write the same kernel.
+VARIANTS = (
+    "the tile and block sizes and the launch grid",
+    "num_warps and num_stages",
+    "the memory access pattern: wider contiguous loads, fewer passes over the data",
+    "the kernel's structure: what it fuses, the loop order, a persistent kernel",
+)
+
+
+def plan_batch(state: RunState, deps: Deps, tree: SearchTree, seeds: list[Draft], usage: Usage,
+               events: list[Event], notes: list[str]) -> dict[str, Any]:
+    """A round of ``search.batch`` candidates: that many warm-start seeds, or expansions spread
+    over the tree by ``select_batch``; each becomes a Slot with its node id and prompt state,
+    fanned out to its own branch by the graph (build.py)."""
+    cfg = deps.settings.search
+    done = state["round"]  # rounds so far; this one is done + 1
+    round_ = done + 1
+    ids = [f"n{len(tree.nodes) + i:04d}" for i in range(cfg.batch)]  # ids fixed here, per slot
+    slots: list[Slot] = []
+    if seeds:
+        for node_id, seed in zip(ids, seeds, strict=False):
+            exp = Expansion(parent_id=ROOT, operator="fresh", intent=seed.intent)
+            events.append(deps.event(EventKind.plan, round_, f"{node_id} seed: {seed.intent}",
+                                     usage))
+            slots.append(Slot(node_id=node_id, round=round_, expansion=exp, seed=seed,
+                              wall_s=usage.wall_s))
+        return {"round": round_, "expansion": None, "tree": tree, "draft": None,
+                "seeds": seeds[cfg.batch:], "batch": slots, "last_error": None,
+                "diagnosis": None, "usage": usage, "events": events, "user_notes": notes}
+    restart = stagnated(tree, done, cfg) and done > 0
+    if restart:
+        tree.epoch += 1
+        tree.last_improvement_round = done
+        events.append(deps.event(
+            EventKind.restart, round_,
+            f"no better kernel in {cfg.stagnation_rounds} rounds: memoryless restart "
+            f"{tree.epoch} of {cfg.max_restarts}", usage))
+    picks = select_batch(tree, cfg, deps.rng(done, "plan"), cfg.batch, restart=restart)
+    # The prompt states see this call's guidance (the user_notes channel gets it after it).
+    all_notes = [*state.get("user_notes", []), *notes]
+    seen: dict[tuple[str, str], int] = {}
+    for node_id, (parent, op, partner_id) in zip(ids, picks, strict=True):
+        partner = tree.nodes[partner_id] if partner_id else None
+        intent = intent_for(op, parent, partner, parent.diagnosis, restart)
+        repeat = seen[parent.id, op] = seen.get((parent.id, op), -1) + 1
+        if repeat:
+            intent += (f"; variant {repeat + 1} of this round from {parent.id}: vary "
+                       f"{VARIANTS[(repeat - 1) % len(VARIANTS)]} first")
+        exp = Expansion(parent_id=parent.id, operator=op, intent=intent, partner_id=partner_id,
+                        restart=restart)
+        ps = prompt_state({**state, "tree": tree, "expansion": exp, "draft": None,
+                           "knowledge": [], "diagnosis": parent.diagnosis,
+                           "user_notes": all_notes})
+        slots.append(Slot(node_id=node_id, round=round_, expansion=exp, prompt=ps,
+                          wall_s=usage.wall_s))
+        events.append(deps.event(EventKind.plan, round_,
+                                 f"{node_id} <- {op} from {parent.id}: {intent}", usage,
+                                 node_id=parent.id))
+    return {"round": round_, "expansion": None, "tree": tree, "draft": None, "batch": slots,
+            "last_error": None, "diagnosis": None, "usage": usage, "events": events,
+            "user_notes": notes}

@@ -8,7 +8,7 @@ from typing import Any
 
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.search import DiagnosisInfo, Node
-from kernelevolve.graph.state import ErrorInfo, EventKind, RunState
+from kernelevolve.graph.state import Draft, ErrorInfo, EventKind, Expansion, RunState
 from kernelevolve.tools.diagnosis import ProfileReport, diagnosis_of
 from kernelevolve.tools.harness.result import EvalResult
 
@@ -50,49 +50,80 @@ def diagnose(result: EvalResult) -> DiagnosisInfo | None:
     return None
 
 
-def evaluate(state: RunState, deps: Deps) -> dict[str, Any]:
-    draft = state["draft"]
-    exp = state["expansion"]
-    assert draft is not None and draft.source is not None and exp is not None
-    result = deps.pool.evaluate(deps.problem, draft.source)
+def measure(deps: Deps, source: str) -> EvalResult:
+    """The harness's verdict on ``source`` (the pool serializes GPU timing per GPU)."""
+    result = deps.pool.evaluate(deps.problem, source)
     if result.device:
         deps.device_name = result.device
-    usage = deps.tick(state["usage"])
-    usage = usage.model_copy(update={"evaluations": usage.evaluations + 1})
-    tree = state["tree"].model_copy(deep=True)
-    # A repair is a sibling of what it repairs (same parent, linked by repair_of), so the
-    # design lineage runs through verified nodes only.
-    parent_id = exp.parent_id
+    return result
+
+
+def node_of(node_id: str, round_: int, exp: Expansion, draft: Draft, result: EvalResult,
+            at_s: float) -> Node:
+    """The tree node of an evaluated draft (not yet in the tree). A repair is a sibling of what
+    it repairs (same parent, linked by repair_of), so the design lineage runs through verified
+    nodes only."""
+    assert draft.source is not None
     timing = result.timing
-    diagnosis = diagnose(result) if result.ok else None
-    node = tree.add(Node(
-        id=tree.next_id(), parent=parent_id, round=state["round"], operator=exp.operator,
+    return Node(
+        id=node_id, parent=exp.parent_id, round=round_, operator=exp.operator,
         intent=draft.intent or exp.intent, origin=draft.origin, repair_of=draft.repair_of,
         source=draft.source, params=draft.params, status=result.status.value,
         message=result.message, stderr_tail=result.stderr_tail[-2000:],
         speedup=timing.speedup_vs_eager if timing else None,
-        latency_ms=timing.candidate.median_ms if timing else None, diagnosis=diagnosis,
+        latency_ms=timing.candidate.median_ms if timing else None,
+        diagnosis=diagnose(result) if result.ok else None,
         result_json=result.model_dump_json(exclude={"stderr_tail"}), prompt=draft.prompt,
         reply=draft.reply, model=draft.model,
-        tokens=draft.prompt_tokens + draft.completion_tokens, at_s=usage.wall_s))
-    improved = tree.record(node, state["task"].goal, state["round"])
+        tokens=draft.prompt_tokens + draft.completion_tokens, at_s=at_s)
+
+
+def keep_candidate(deps: Deps, node_id: str, source: str) -> None:
     cand_dir = deps.run_dir / "candidates"
     cand_dir.mkdir(parents=True, exist_ok=True)
-    (cand_dir / f"{node.id}.py").write_text(draft.source)
+    (cand_dir / f"{node_id}.py").write_text(source)
+
+
+def speed_text(node: Node, result: EvalResult) -> str:
+    speed = f", {node.speedup:.2f}x vs eager" if node.speedup is not None else ""
+    return speed + (" (simulated)" if result.timing is not None and result.timing.simulated
+                    else "")
+
+
+def verdict_text(node: Node, result: EvalResult) -> str:
+    """The trace line of an evaluation."""
+    return (f"{node.id}: {result.status.value}{speed_text(node, result)}"
+            + (f": {result.message.splitlines()[0][:200]}"
+               if not result.ok and result.message else "")
+            + (f"; {node.diagnosis.kind}" if node.diagnosis else ""))
+
+
+def error_of(node: Node, result: EvalResult) -> ErrorInfo | None:
+    """What the Debugger starts from when ``node`` failed."""
+    return None if result.ok else ErrorInfo(
+        node_id=node.id, status=result.status.value, message=result.message,
+        stderr_tail=result.stderr_tail[-3000:], source=node.source, params=node.params)
+
+
+def evaluate(state: RunState, deps: Deps) -> dict[str, Any]:
+    draft = state["draft"]
+    exp = state["expansion"]
+    assert draft is not None and draft.source is not None and exp is not None
+    result = measure(deps, draft.source)
+    usage = deps.tick(state["usage"])
+    usage = usage.model_copy(update={"evaluations": usage.evaluations + 1})
+    tree = state["tree"].model_copy(deep=True)
+    node = tree.add(node_of(tree.next_id(), state["round"], exp, draft, result, usage.wall_s))
+    improved = tree.record(node, state["task"].goal, state["round"])
+    keep_candidate(deps, node.id, draft.source)
     if improved:
         (deps.run_dir / "best.py").write_text(draft.source)
-    speed = f", {node.speedup:.2f}x vs eager" if node.speedup is not None else ""
-    sim = " (simulated)" if timing is not None and timing.simulated else ""
-    events = [deps.event(EventKind.evaluate, state["round"],
-                         f"{node.id}: {result.status.value}{speed}{sim}"
-                         + (f": {result.message.splitlines()[0][:200]}"
-                            if not result.ok and result.message else "")
-                         + (f"; {diagnosis.kind}" if diagnosis else ""), usage, node_id=node.id)]
+    events = [deps.event(EventKind.evaluate, state["round"], verdict_text(node, result), usage,
+                         node_id=node.id)]
     if improved:
         events.append(deps.event(EventKind.improve, state["round"],
-                                 f"new best {node.id}{speed}{sim}", usage, node_id=node.id))
-    last_error = None if result.ok else ErrorInfo(
-        node_id=node.id, status=result.status.value, message=result.message,
-        stderr_tail=result.stderr_tail[-3000:], source=draft.source, params=draft.params)
-    return {"tree": tree, "usage": usage, "events": events, "last_error": last_error,
-            "diagnosis": diagnosis if result.ok else state.get("diagnosis")}
+                                 f"new best {node.id}{speed_text(node, result)}", usage,
+                                 node_id=node.id))
+    return {"tree": tree, "usage": usage, "events": events,
+            "last_error": error_of(node, result),
+            "diagnosis": node.diagnosis if result.ok else state.get("diagnosis")}

@@ -6,6 +6,11 @@
     coder -> coder            (no usable code: re-ask, bounded)   coder -> planner (gave up)
     evaluate -> debugger      (failed, repairs left)              evaluate -> planner (failed)
     debugger -> evaluate      (repaired draft)                    debugger -> planner (no code)
+
+With ``search.batch`` > 1 a round fans out instead (graph/batch.py):
+
+    planner -> Send(candidate, slot) x batch -> gather -> distill -> planner ...
+    gather -> Send(candidate, slot) x failed  (repairs left: a repair wave) -> gather
 """
 
 from __future__ import annotations
@@ -14,21 +19,36 @@ import functools
 from typing import Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
 
 from kernelevolve.agents import coder, debugger, librarian, planner, profiler_analyst
+from kernelevolve.graph import batch
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.state import RunState
 
 
-def after_planner(state: RunState) -> Literal["retrieve", "evaluate", "__end__"]:
-    if state.get("stop_reason"):
-        return "__end__"  # END
-    draft = state.get("draft")
-    if draft is not None and draft.origin == "seed":
-        return "evaluate"  # a warm-start kernel needs no synthesis, only verification
-    return "retrieve"
+def make_after_planner(batch: int):
+    def after_planner(state: RunState) -> Literal["retrieve", "evaluate", "__end__"] | list[Send]:
+        if state.get("stop_reason"):
+            return "__end__"  # END
+        if batch > 1:
+            return fan_out(state)
+        draft = state.get("draft")
+        if draft is not None and draft.origin == "seed":
+            return "evaluate"  # a warm-start kernel needs no synthesis, only verification
+        return "retrieve"
+    return after_planner
+
+
+def fan_out(state: RunState) -> list[Send]:
+    """One branch per slot of the batch; LangGraph runs them in one superstep, in parallel."""
+    return [Send("candidate", slot) for slot in state.get("batch", [])]
+
+
+def after_gather(state: RunState) -> Literal["distill"] | list[Send]:
+    return fan_out(state) if state.get("batch") else "distill"
 
 
 def make_after_coder(max_reply_retries: int):
@@ -68,8 +88,13 @@ def build_graph(deps: Deps, checkpointer: BaseCheckpointSaver | None = None
     g.add_node("evaluate", functools.partial(profiler_analyst.evaluate, deps=deps))
     g.add_node("debugger", functools.partial(debugger.repair, deps=deps))
     g.add_node("distill", functools.partial(librarian.distill, deps=deps))
+    g.add_node("candidate", functools.partial(batch.candidate, deps=deps))
+    g.add_node("gather", functools.partial(batch.gather, deps=deps))
     g.add_edge(START, "planner")
-    g.add_conditional_edges("planner", after_planner)
+    g.add_conditional_edges("planner", make_after_planner(deps.settings.search.batch),
+                            ["retrieve", "evaluate", "candidate", END])
+    g.add_edge("candidate", "gather")
+    g.add_conditional_edges("gather", after_gather, ["candidate", "distill"])
     g.add_edge("retrieve", "coder")
     g.add_conditional_edges("coder", make_after_coder(deps.settings.search.max_reply_retries))
     g.add_conditional_edges("evaluate", make_after_evaluate(deps.settings.search.max_repairs))

@@ -16,7 +16,7 @@ from kernelevolve.kb import KnowledgeSource
 from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem
 from kernelevolve.targets import Target
-from kernelevolve.tools.harness.pool import WorkerPool
+from kernelevolve.tools.harness.pool import EvalPool
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Deps:
     settings: Settings
     problem: Problem
     target: Target
-    pool: WorkerPool
+    pool: EvalPool
     synthesizer: Synthesizer
     kb: KnowledgeSource | None
     run_dir: Path
@@ -40,6 +40,12 @@ class Deps:
         out = usage.model_copy(update={"wall_s": usage.wall_s + (now - self._last_tick)})
         self._last_tick = now
         return out
+
+    def stamp(self, wall_s: float) -> Usage:
+        """For a branch of a batch: the run time now (``wall_s``, the run time at the last tick,
+        plus the time since), without moving the clock; the branches run at once and the
+        gather after them ticks once for the round."""
+        return Usage(wall_s=wall_s + (time.monotonic() - self._last_tick))
 
     def reset_clock(self) -> None:
         self._last_tick = time.monotonic()

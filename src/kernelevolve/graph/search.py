@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Collection
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -177,9 +178,11 @@ def select_tournament(tree: SearchTree, cfg: SearchConfig, rng: random.Random) -
     return max(picks, key=lambda n: n.speedup or 0.0)
 
 
-def choose_operator(tree: SearchTree, parent: Node, rng: random.Random
-                    ) -> tuple[MemoryOperator, str | None]:
-    """The memory operator of an expansion of ``parent`` and, for combine, the partner."""
+def choose_operator(tree: SearchTree, parent: Node, rng: random.Random,
+                    avoid: Collection[MemoryOperator] = ()) -> tuple[MemoryOperator, str | None]:
+    """The memory operator of an expansion of ``parent`` and, for combine, the partner; one in
+    ``avoid`` (taken by another expansion of ``parent`` in this batch) only when nothing else
+    applies."""
     if parent.id == ROOT:
         return "fresh", None
     lineage = {n.id for n in tree.lineage(parent.id)}
@@ -190,14 +193,48 @@ def choose_operator(tree: SearchTree, parent: Node, rng: random.Random
         options.append("compare")
     if partners:
         options.append("combine")
-    op = rng.choice(options)
+    op = rng.choice([o for o in options if o not in avoid] or options)
     if op == "combine":
         return op, max(partners, key=lambda n: n.speedup or 0.0).id
     return op, None
 
 
+Pick = tuple[Node, MemoryOperator, str | None]  # parent, memory operator, combine partner
+
+
+def select_batch(tree: SearchTree, cfg: SearchConfig, rng: random.Random, k: int,
+                 restart: bool = False) -> list[Pick]:
+    """``k`` expansions for one round. Each selection sees the earlier ones as pending children
+    with a virtual loss (a zero reward on their path, as parallel MCTS does), so progressive
+    widening and UCT spread a batch over the frontier rather than piling it on one node; a node
+    picked again gets a memory operator not yet taken where it has one. The first pick is the
+    one a round of one would make. A restart expands the root ``k`` times (memoryless)."""
+    scratch = tree.model_copy(deep=True)
+    picks: list[Pick] = []
+    for i in range(k):
+        if restart:
+            parent = scratch.nodes[ROOT]
+        elif cfg.strategy == "mcts":
+            parent = select_mcts(scratch, cfg)
+        else:
+            parent = select_tournament(scratch, cfg, rng)
+        taken = [op for p, op, _ in picks if p.id == parent.id]
+        op, partner = choose_operator(scratch, parent, rng, avoid=taken)
+        picks.append((tree.nodes[parent.id], op, partner))
+        pending = scratch.add(Node(id=f"pending-{i}", parent=parent.id, operator=op))
+        scratch.record(pending, goal=1.0, round_=0)  # not ok: reward 0, the best stays
+    return picks
+
+
 def stagnated(tree: SearchTree, round_: int, cfg: SearchConfig) -> bool:
     return round_ - tree.last_improvement_round >= cfg.stagnation_rounds
+
+
+def finished(tree: SearchTree, goal: float) -> bool:
+    """The search has what it came for: the goal speedup, or a verified kernel on a target that
+    is not timed (the first two of ``stop_reason``'s rules)."""
+    best = tree.best
+    return best is not None and (not tree.timed or (best.speedup or 0.0) >= goal)
 
 
 StopReason = Literal["goal", "rounds", "wall", "tokens", "stalled", "verified", "user"]

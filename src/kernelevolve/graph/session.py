@@ -9,6 +9,7 @@ A run directory holds ``run.json`` (what was asked, with the settings), ``checkp
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import sqlite3
 import time
@@ -18,7 +19,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelevolve import __version__
@@ -31,7 +32,7 @@ from kernelevolve.config import (
     Settings,
     load_settings,
 )
-from kernelevolve.errors import ConfigError, RunError
+from kernelevolve.errors import ConfigError, KernelEvolveError, RunError
 from kernelevolve.graph import search, state
 from kernelevolve.graph.build import build_graph, recursion_limit
 from kernelevolve.graph.runtime import Deps
@@ -41,14 +42,14 @@ from kernelevolve.llm.factory import choose_synthesizer, make_synthesizer, opera
 from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target, tune_target
-from kernelevolve.tools.harness.pool import WorkerPool
+from kernelevolve.tools.harness.pool import make_pool
 from kernelevolve.tools.harness.result import EvalResult
 
 # Types the checkpointer may rebuild from the database (nothing else is unpickled).
 _STATE_TYPES = (
     state.Task, state.Knowledge, state.ErrorInfo, state.Step, state.Expansion, state.Usage,
-    state.Draft, state.Event, state.EventKind, search.Node, search.SearchTree,
-    search.DiagnosisInfo,
+    state.Draft, state.Event, state.EventKind, state.PromptState, state.Slot, state.Outcome,
+    search.Node, search.SearchTree, search.DiagnosisInfo,
 )
 
 
@@ -94,6 +95,10 @@ class TuneResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.best_node is not None
+
+
+log = logging.getLogger(__name__)
+FINAL = "final.json"  # the best kernel re-timed beside fresh references at the run's end
 
 
 def checkpoint_serde() -> JsonPlusSerializer:
@@ -175,7 +180,7 @@ class Session:
                            "the same LLM settings")
         if kb is None and (settings.search.retrieve or settings.search.distill):
             kb = LazyKnowledgeBase(settings.kb)
-        self.pool = WorkerPool(target, search_eval_config(settings, target))
+        self.pool = make_pool(target, search_eval_config(settings, target))
         self._conn = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
         self.deps = Deps(settings=settings, problem=problem, target=target, pool=self.pool,
                          synthesizer=synthesizer, kb=kb, run_dir=run_dir,
@@ -183,6 +188,10 @@ class Session:
         self.graph = build_graph(self.deps, SqliteSaver(self._conn, serde=checkpoint_serde()))
         self.config: Any = {"configurable": {"thread_id": spec.run_id},
                             "recursion_limit": recursion_limit(self.deps)}
+        if settings.search.batch > 1:
+            # LangGraph's thread pool for a superstep's tasks: room for every branch at once
+            # (its default, min(32, cores + 4), would queue some of a batch on a small host).
+            self.config["max_concurrency"] = settings.search.batch
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -269,13 +278,16 @@ class Session:
             self._start_state = None
         elif snap.interrupts:
             payload = Command(resume=guidance if guidance is not None else "continue")
-        elif snap.next:
+        elif _steps_left(snap):
             payload = None  # resume after a crash: re-run the step that was cut off
         else:
             return self.result()
         self.deps.reset_clock()
         self.graph.invoke(payload, self.config)
         result = self.result()
+        if result.finished:
+            self.final_timing(result)
+            result = self.result()
         (self.run_dir / "trace.json").write_text(
             json.dumps([e.model_dump(mode="json") for e in self.events()], indent=1))
         if result.finished:
@@ -303,17 +315,55 @@ class Session:
         paused = snap.interrupts[0].value if snap.interrupts else None
         best_result = EvalResult.model_validate_json(best.result_json) \
             if best is not None and best.result_json else None
+        final = self._final() if best is not None else None
+        if final is not None:
+            best_result = final
         return TuneResult(
             run_id=self.spec.run_id, run_dir=str(self.run_dir), problem=self.spec.problem_path,
             target=self.spec.target, synthesizer=self.spec.synthesizer,
-            finished=not snap.next, stop_reason=values.get("stop_reason"),
-            best_node=best.id if best else None, best_speedup=best.speedup if best else None,
-            best_latency_ms=best.latency_ms if best else None,
+            finished=not _steps_left(snap), stop_reason=values.get("stop_reason"),
+            best_node=best.id if best else None,
+            best_speedup=final.speedup if final else best.speedup if best else None,
+            best_latency_ms=(final.timing.candidate.median_ms if final and final.timing
+                             else best.latency_ms if best else None),
             simulated=bool(best_result and best_result.timing and best_result.timing.simulated),
             kernel_path=str(self.run_dir / "best.py") if best else None,
             best_result=best_result, rounds=values.get("round", 0),
             candidates=len(tree.nodes) - 1, verified=len(tree.verified()),
             usage=values.get("usage", Usage()), paused=paused)
+
+    def final_timing(self, result: TuneResult) -> None:
+        """The figure the run reports for its best kernel, measured beside eager and
+        torch.compile timed again (during the search their latencies were measured once and
+        reused): the best kernel evaluated once more with ``fresh_references``, kept in
+        ``final.json`` for that node. Nothing to do where nothing was timed, or the best
+        kernel's figures are already fresh."""
+        timing = result.best_result.timing if result.best_result else None
+        if timing is None or timing.simulated or not timing.references_reused:
+            return
+        if self._final() is not None or result.kernel_path is None:
+            return
+        try:
+            final = self.pool.evaluate(self.problem, Path(result.kernel_path),
+                                       fresh_references=True)
+        except KernelEvolveError as exc:  # the search's figures stand; the run is kept
+            log.warning("re-timing the best kernel failed: %s", exc)
+            return
+        (self.run_dir / FINAL).write_text(json.dumps(
+            {"node": result.best_node, "result": final.model_dump(mode="json")}, indent=1))
+
+    def _final(self) -> EvalResult | None:
+        """The best node's final evaluation (``final_timing``), if it was made for the node
+        that is best now and verified."""
+        path = self.run_dir / FINAL
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        best = self.values()["tree"].best
+        if best is None or data.get("node") != best.id:
+            return None
+        final = EvalResult.model_validate(data["result"])
+        return final if final.ok and final.timing is not None else None
 
     def close(self) -> None:
         """Stop the workers (and a local model server the synthesizer started)."""
@@ -330,6 +380,14 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _steps_left(snap: StateSnapshot) -> bool:
+    """The graph has not reached its end: tasks to run, or a step whose tasks all saved their
+    writes but whose checkpoint was not written (the process died in between, e.g. after a
+    batch's last branch). LangGraph's live snapshot leaves such tasks out of ``next``, though
+    ``invoke(None)`` goes on from them; only a finished graph's last checkpoint has no tasks."""
+    return bool(snap.next or snap.tasks)
 
 
 def search_eval_config(settings: Settings, target: Target) -> EvalConfig:

@@ -95,6 +95,10 @@ class Usage(_Model):
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def plus(self, other: Usage) -> Usage:
+        """Both spendings together (a batch's branches added to the run's)."""
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
+
 
 class Draft(_Model):
     """A synthesizer's answer: a candidate source, or why there is none."""
@@ -156,6 +160,33 @@ class PromptState(_Model):
     attempt: int = 0
 
 
+class Slot(_Model):
+    """One candidate of a batch round (``search.batch`` > 1), as its branch receives it through a
+    LangGraph ``Send``: everything the branch needs to draft and evaluate it without the state.
+    The node id is fixed when the round fans out, so the branches never race for ids."""
+
+    node_id: str
+    round: int
+    expansion: Expansion
+    prompt: PromptState | None = Field(
+        None, description="what the synthesizer sees (the branch adds the retrieved knowledge)")
+    seed: Draft | None = Field(None, description="a warm-start kernel: evaluated, not drafted")
+    error: ErrorInfo | None = Field(None, description="a repair of this failed candidate")
+    wall_s: float = Field(0.0, description="run time when the round fanned out")
+
+
+class Outcome(_Model):
+    """What one branch of a batch made: its node (evaluated, or without code), the trace lines it
+    printed, what it spent, and the failure a repair would start from."""
+
+    node: Node
+    events: list[Event] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage, description="this branch's calls (wall time: 0)")
+    error: ErrorInfo | None = None
+    speed: str = Field("", description="the verdict's speed words, for a 'new best' line")
+    knowledge: list[Knowledge] = Field(default_factory=list, description="what it retrieved")
+
+
 class RunState(TypedDict, total=False):
     """The graph's state; each key a channel (lists with a reducer append)."""
 
@@ -173,6 +204,11 @@ class RunState(TypedDict, total=False):
     stop_reason: str | None
     events: Annotated[list[Event], operator.add]
     seeds: list[Draft]  # warm start: best known kernels of earlier runs, evaluated first
+    # search.batch > 1: the candidates the next step drafts and evaluates in parallel branches
+    # (one Send each), and what the branches made; the gather node folds these into the tree
+    # once and resets them (langgraph.types.Overwrite).
+    batch: list[Slot]
+    outcomes: Annotated[list[Outcome], operator.add]
 
 
 def step_of(node: Node, with_source: bool = True) -> Step:

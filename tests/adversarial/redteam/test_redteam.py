@@ -110,14 +110,11 @@ CASES = [
     Case("c4c_single_block_no_loop", 4, "wide_rows_leaky_relu", ("mismatch", "runtime_error"),
          r"16384|other shapes|larger shapes|values outside|NaN"),
     Case("c4d_hardwired_small_batch", 4, "small_batch_softmax", ("mismatch", "runtime_error"),
-         r"other shapes|out-of-bounds|values outside",
-         HOLE + "sizes <= 8 (MIN_SCALABLE_SIZE) are never perturbed, whatever they name: a "
-                "batch of 8 is only ever checked as 8, so a fixed grid of 8 programs passes"),
+         r"other shapes|out-of-bounds|values outside"),
+    # (closed: a small size that is a dimension of an input moves too, 8 -> 5)
     Case("c4e_hardwired_inline_shape", 4, "inline_shape_softmax", ("mismatch", "runtime_error"),
-         r"other shapes|out-of-bounds",
-         HOLE + "a shape written inline in get_inputs() gives no size to perturb; the result is "
-                "flagged 'checked at one shape only' but its status is ok",
-         file="c4a_hardwired_tuple_shape"),
+         r"other shapes|out-of-bounds", file="c4a_hardwired_tuple_shape"),
+    # (closed: integer shapes of torch factories in get_inputs() are lifted into sizes)
     # 5. one input distribution / layout / parameter values
     Case("c5a_softmax_no_max_subtraction", 5, "row_softmax", ("mismatch",),
          r"NaN|values outside"),

@@ -397,30 +397,60 @@ class CandidateSide:
         return {"latency": lat["candidate"].to_dict(), "samples": samples,
                 "tampered": self.integrity.tampered()}
 
-    def do_simulate(self, key: str, problem: str, sizes: dict[str, int], seed: int, gen: str
-                    ) -> dict[str, Any]:
+    def do_repeat(self, key: str, buf: int, n: int) -> dict[str, Any]:
+        """``n`` forwards back to back on the held inputs, then a synchronize: the judge times
+        this request by its own clock (Evaluation.check_wall_clock)."""
+        model, args = self.models[key], self.buffers[buf]
+        with torch.no_grad():
+            for _ in range(int(n)):
+                model(*args)
+        if torch.cuda.is_available() and any(isinstance(a, torch.Tensor) and a.is_cuda
+                                             for a in args):
+            torch.cuda.synchronize()
+        return {}
+
+    def do_simulate(self, key: str, problem: str, sizes: dict[str, int], seed: int, gen: str,
+                    sample: int = 1 << 16) -> dict[str, Any]:
         """The forward under the MTIA chip model, at the problem's own sizes, on inputs made
-        here from ``seed`` (gigabytes at KernelBench's sizes: not sent; nothing compares these
-        outputs, which are incomplete: only sampled programs run)."""
+        here from ``seed`` (gigabytes at KernelBench's sizes: not sent). Only sampled programs
+        run, so the outputs are incomplete: for each output tensor, up to ``sample`` random
+        elements that hold what the full forward would have written (mtia/written.py) go back
+        with their flat indices, for the judge to check."""
         from kernelevolve.problem import call_factory, parse_problem
-        from kernelevolve.tools.mtia import MtiaIllegalKernel, simulate_forward
+        from kernelevolve.tools.mtia import MtiaIllegalKernel, Written, simulate_forward
 
         model = self.models[key]
         module = parse_problem(problem).module(sizes)
         torch.manual_seed(seed)
         args = call_factory(module, "get_inputs", Path(problem))
         recorder = OpRecorder()
+        written = Written(seed=seed)
+        result: list[Any] = []
 
         def forward() -> Any:
             with torch.no_grad(), recorder:
-                return model(*args)
+                result.append(model(*args))
 
         try:
-            sim = simulate_forward(forward, gen)
+            sim = simulate_forward(forward, gen, written=written)
         except MtiaIllegalKernel as exc:
             return {"illegal": list(exc.reasons), "ops": sorted(recorder.ops)}
+        outputs: list[dict[str, Any]] = []
+        for leaf in as_list(result[0]):
+            if not isinstance(leaf, torch.Tensor):
+                outputs.append({"value": leaf})
+                continue
+            t = leaf.detach().as_subclass(torch.Tensor)
+            idx, trusted, wrote = written.pick(t, int(sample))
+            index = torch.from_numpy(idx)
+            values = (t.reshape(-1)[index] if t.dim() == 0 or not index.numel()
+                      else t[torch.unravel_index(index, t.shape)]).clone()
+            outputs.append({"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
+                            "index": index, "values": values, "trusted": trusted,
+                            "written": wrote})
         return {"sim": sim.to_dict(), "time_s": sim.time_s,
-                "limiting_resource": sim.limiting_resource, "ops": sorted(recorder.ops)}
+                "limiting_resource": sim.limiting_resource, "ops": sorted(recorder.ops),
+                "outputs": outputs, "atomics": written.atomics}
 
     def do_profile(self, key: str, buf: int, problem: str, candidate: str,
                    sizes: dict[str, int], seed: int, forward_ms: float, workdir: str,
@@ -484,7 +514,18 @@ class CandidateProcess:
                     os.close(fd)
             if device.type == "cuda":
                 torch.cuda.init()
-            serve_candidate(cand_end, CandidateSide(path, device, launches, integrity, tag))
+            side = CandidateSide(path, device, launches, integrity, tag)
+            profile_dir = os.environ.get("KERNELEVOLVE_PROFILE_JUDGE")  # a developer's aid
+            if profile_dir:
+                import cProfile
+                import pstats
+
+                profiler = cProfile.Profile()
+                profiler.runcall(serve_candidate, cand_end, side)
+                with open(Path(profile_dir, f"candidate-{tag}-{os.getpid()}.txt"), "w") as f:
+                    pstats.Stats(profiler, stream=f).sort_stats("tottime").print_stats(30)
+            else:
+                serve_candidate(cand_end, side)
 
         pid = fork_child(candidate_process)
         cand_end.close()

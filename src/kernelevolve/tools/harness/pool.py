@@ -1,16 +1,25 @@
-"""Parent side of the evaluation cascade: worker subprocesses, the static stage, timeouts.
+"""The evaluation pool: the interface every backend shares, the local backend, the static stage.
+
+A pool evaluates candidates against a problem. What does not depend on where the worker runs is
+here, in ``EvalPool``: the static stage in the caller's thread, reading the candidate, the
+request that travels to a worker, the reply validated into an ``EvalResult``, and spreading
+many candidates over the workers. A backend only runs a request on a free worker within a
+timeout and gives back the worker's reply: ``local`` (``WorkerPool``, warm worker subprocesses
+on this host) or ``ray`` (``ray_pool.RayPool``, one actor per GPU of a Ray cluster, each owning
+such a worker on its node). ``make_pool`` picks one by ``eval.backend``.
 
 Each worker is a warm subprocess reused between candidates; it runs every candidate in a fresh
 child of its own (worker.py), so a crash (segfault, illegal memory access, OOM kill) or a CUDA
 error ends that child and that evaluation only, recorded with the tail of stderr. A timeout
-kills the worker with its child and a fresh worker takes its place. One worker per visible GPU
-on ``cuda``.
+kills the worker with its child and a fresh worker takes its place. On ``cuda``, one worker per
+visible GPU, or ``eval.workers_per_gpu`` of them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import json
 import os
 import queue
@@ -22,9 +31,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pydantic import ValidationError
 
@@ -46,13 +58,17 @@ READY_TIMEOUT_S = 180.0
 
 
 class Worker:
-    """One evaluation subprocess and its private temp directory and log."""
+    """One evaluation subprocess and its private temp directory and log.
 
-    def __init__(self, target: Target, index: int, config: EvalConfig) -> None:
+    ``index`` is the device it evaluates on (``target.worker_env(index)``); ``slot`` tells apart
+    workers that share that device (``eval.workers_per_gpu``)."""
+
+    def __init__(self, target: Target, index: int, config: EvalConfig, slot: int = 0) -> None:
         self.target = target
         self.index = index
+        self.slot = slot
         self.config = config
-        self.dir = Path(tempfile.mkdtemp(prefix=f"kernelevolve-worker{index}-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"kernelevolve-worker{index}.{slot}-"))
         self.log_path = self.dir / "worker.log"
         (self.dir / "candidates").mkdir()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -186,64 +202,104 @@ def _validate_tolerances(config: EvalConfig) -> None:
         raise ConfigError(f"eval.atol/eval.rtol: {exc}") from exc
 
 
-class WorkerPool:
-    """Warm workers for one target; evaluate candidates one at a time or many in parallel."""
+@dataclass(frozen=True)
+class EvalRequest:
+    """One evaluation as it travels to a worker. It carries the sources, not only paths: a
+    worker on another node shares no filesystem with the caller."""
 
-    def __init__(self, target: Target | str | None = None, config: EvalConfig | None = None,
-                 workers: int | None = None) -> None:
+    problem_path: str
+    problem_source: str
+    candidate_source: str
+    config: dict[str, Any]
+    timed: bool
+    fresh_references: bool = False
+
+    def write_problem(self, root: Path) -> str:
+        """The problem's source as a file under ``root`` (one per content, so a worker's cache
+        of parsed problems, keyed by path, still hits); its path."""
+        digest = hashlib.sha256(self.problem_source.encode()).hexdigest()[:16]
+        path = root / "problems" / digest / Path(self.problem_path).name
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.problem_source)
+        return str(path)
+
+    def job(self, worker: Worker, problem_path: str | None = None) -> dict[str, Any]:
+        """The job line for ``worker``: the candidate written into its directory, the problem
+        at ``problem_path`` (default: where the caller has it)."""
+        cand_path = worker.dir / "candidates" / (
+            "candidate_" + hashlib.sha256(self.candidate_source.encode()).hexdigest()[:16]
+            + ".py")
+        cand_path.write_text(self.candidate_source)
+        return {"id": f"{worker.index}.{worker.slot}-{worker.jobs}",
+                "problem": problem_path or self.problem_path, "candidate": str(cand_path),
+                "config": self.config, "timed": self.timed,
+                "fresh_references": self.fresh_references}
+
+
+class EvalPool(ABC):
+    """Workers for one target; evaluate candidates one at a time or many in parallel.
+
+    Backends implement ``_run`` (a request on a free worker within a timeout: the worker's
+    reply, or one that says the evaluation crashed or timed out), ``size`` and ``close``."""
+
+    backend: ClassVar[str]
+
+    def __init__(self, target: Target | str | None = None,
+                 config: EvalConfig | None = None) -> None:
         self.target = target if isinstance(target, Target) else get_target(target)
         self.config = config or EvalConfig()
         _validate_tolerances(self.config)
-        n = workers or len(self.target.worker_devices)
-        self._workers = [Worker(self.target, i, self.config) for i in range(n)]
-        self._free: queue.Queue[Worker] = queue.Queue()
-        for w in self._workers:
-            self._free.put(w)
-        self._lock = threading.Lock()
 
-    def __enter__(self) -> WorkerPool:
+    @property
+    @abstractmethod
+    def size(self) -> int:
+        """How many evaluations can run at once."""
+
+    @abstractmethod
+    def _run(self, request: EvalRequest, timeout_s: float) -> dict[str, Any]:
+        """Run ``request`` on a free worker; the reply dict (shaped like ``EvalResult``)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop the workers."""
+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
-        for w in self._workers:
-            w.close()
-
     def evaluate(self, problem: Problem | str | Path, candidate: str | Path,
-                 timed: bool | None = None) -> EvalResult:
-        """Evaluate one candidate (a path to a .py file, or its source) against ``problem``."""
+                 timed: bool | None = None, fresh_references: bool = False) -> EvalResult:
+        """Evaluate one candidate (a path to a .py file, or its source) against ``problem``.
+        ``fresh_references``: time eager and torch.compile again beside this candidate, not
+        reuse the run's earlier figures for them (the figure a run reports for its best)."""
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
         source, label = _candidate_source(candidate)
         allowed = sorted({*self.config.allowed_ops, *prob.allowed_ops})
+        t0 = time.perf_counter()
         with _PARSE_LOCK:
             findings = check_source(source, allowed)
+        static_s = round(time.perf_counter() - t0, 4)
         base = {"target": self.target.name, "problem": str(prob.path), "candidate": label}
         if findings:
             status = (EvalStatus.compile_error if any(f.kind == "contract" for f in findings)
                       else EvalStatus.cheat)
             message = "static check: " + "; ".join(
                 f"line {f.line}: {f.message}" if f.line else f.message for f in findings)
-            return EvalResult(status=status, message=message, target=self.target.name,
-                              problem=str(prob.path), candidate=label)
-        worker = self._free.get()
-        try:
-            cand_path = worker.dir / "candidates" / (
-                "candidate_" + hashlib.sha256(source.encode()).hexdigest()[:16] + ".py")
-            cand_path.write_text(source)
-            job = {
-                "id": f"{worker.index}-{worker.jobs}", "problem": str(prob.path),
-                "candidate": str(cand_path),
-                "config": {**self.config.model_dump(mode="json"), "allowed_ops": allowed},
-                "timed": self.target.timed if timed is None else timed,
-            }
-            reply = worker.evaluate(job, self.config.timeout_s)
-        finally:
-            self._free.put(worker)
+            return EvalResult(status=status, message=message, stages={"static": static_s},
+                              **base)
+        request = EvalRequest(
+            problem_path=str(prob.path), problem_source=prob.source, candidate_source=source,
+            config={**self.config.model_dump(mode="json"), "allowed_ops": allowed},
+            timed=self.target.timed if timed is None else timed,
+            fresh_references=fresh_references)
+        reply = self._run(request, self.config.timeout_s)
         if reply.get("harness_error"):
             raise ProblemError(reply["harness_error"])
         reply.update(base)
+        reply["stages"] = {"static": static_s, **(reply.get("stages") or {})}
         if reply.get("timing") is None and reply.get("status") == "ok":
             reply["not_timed_reason"] = self.target.not_timed_reason or "timing was not asked for"
         try:
@@ -255,23 +311,65 @@ class WorkerPool:
                       ) -> list[EvalResult]:
         """Evaluate candidates in parallel across the pool's workers, results in input order."""
         items = list(candidates)
-        results: list[EvalResult | None] = [None] * len(items)
-        errors: list[BaseException] = []
+        if not items:
+            return []
+        prob = problem if isinstance(problem, Problem) else load_problem(problem)
+        with ThreadPoolExecutor(max_workers=max(1, min(self.size, len(items)))) as ex:
+            futures = [ex.submit(self.evaluate, prob, item) for item in items]
+            return [f.result() for f in futures]  # the first failure re-raises here
 
-        def run(i: int) -> None:
-            try:
-                results[i] = self.evaluate(problem, items[i])
-            except BaseException as exc:  # re-raised in the caller's thread below
-                errors.append(exc)
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(items))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-        return [r for r in results if r is not None]
+class WorkerPool(EvalPool):
+    """The ``local`` backend: warm worker subprocesses on this host, ``eval.workers_per_gpu``
+    per device (``workers``: that many in all, spread over the devices in turn)."""
+
+    backend = "local"
+
+    def __init__(self, target: Target | str | None = None, config: EvalConfig | None = None,
+                 workers: int | None = None) -> None:
+        super().__init__(target, config)
+        devices = len(self.target.worker_devices)
+        n = workers or devices * self.config.workers_per_gpu
+        self._workers = [Worker(self.target, i % devices, self.config, slot=i // devices)
+                         for i in range(n)]
+        self._free: queue.Queue[Worker] = queue.Queue()
+        for w in self._workers:
+            self._free.put(w)
+
+    @property
+    def size(self) -> int:
+        return len(self._workers)
+
+    def _run(self, request: EvalRequest, timeout_s: float) -> dict[str, Any]:
+        worker = self._free.get()
+        try:
+            return worker.evaluate(request.job(worker), timeout_s)
+        finally:
+            self._free.put(worker)
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.close()
+
+
+# Backends by ``eval.backend``: module and class, imported on demand (the ray backend's module
+# imports Ray only when a pool is made, and says how to install it when it is missing).
+BACKENDS: dict[str, tuple[str, str]] = {
+    "local": ("kernelevolve.tools.harness.pool", "WorkerPool"),
+    "ray": ("kernelevolve.tools.harness.ray_pool", "RayPool"),
+}
+
+
+def make_pool(target: Target | str | None = None, config: EvalConfig | None = None,
+              workers: int | None = None) -> EvalPool:
+    """The evaluation pool ``config.backend`` names (``local`` or ``ray``) for ``target``;
+    ``workers``: how many evaluation workers in all (default: ``eval.workers_per_gpu`` per
+    device, on ``ray`` per GPU of the cluster)."""
+    config = config or EvalConfig()
+    module, name = BACKENDS[config.backend]
+    factory: Callable[[Target | str | None, EvalConfig, int | None], EvalPool] = getattr(
+        importlib.import_module(module), name)
+    return factory(target, config, workers)
 
 
 def _candidate_source(candidate: str | Path) -> tuple[str, str]:
@@ -289,6 +387,7 @@ def _candidate_source(candidate: str | Path) -> tuple[str, str]:
 
 def evaluate(problem: Problem | str | Path, candidate: str | Path, target: str | None = None,
              config: EvalConfig | None = None) -> EvalResult:
-    """Evaluate one candidate in a fresh worker pool (convenient; a pool reuses warm workers)."""
-    with WorkerPool(target, config, workers=1) as pool:
+    """Evaluate one candidate in a fresh pool of one worker, on ``config.backend``
+    (convenient; a pool reuses warm workers)."""
+    with make_pool(target, config, workers=1) as pool:
         return pool.evaluate(problem, candidate)

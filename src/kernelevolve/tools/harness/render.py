@@ -15,6 +15,8 @@ def render_result(result: EvalResult, console: Console) -> None:
     console.print(f"[{style}]{result.status.value}[/{style}]  {result.message}", highlight=False)
     console.print(f"[dim]target {result.target} · {result.device} · "
                   f"{result.elapsed_s:.1f} s[/dim]")
+    if result.stages:
+        console.print(f"[dim]stages: {result.stage_summary()}[/dim]", highlight=False)
     if result.checks:
         table = Table("check", "", "detail", title="checks", title_justify="left")
         for c in result.checks:
@@ -45,6 +47,9 @@ def render_result(result: EvalResult, console: Console) -> None:
                           str(t.compiled.trials),
                           f"{t.speedup_vs_compiled:.2f}x" if t.speedup_vs_compiled else "")
         console.print(table)
+        if t.references_reused:
+            console.print("[dim]eager and torch.compile were timed by an earlier evaluation of "
+                          "this run at these sizes[/dim]")
         if t.simulated:
             console.print("[dim]simulated time from the chip model (not a measurement); "
                           "eager = one unfused kernel per aten op; no torch.compile reference[/dim]")

@@ -66,6 +66,9 @@ class Timing(_Model):
     compile_error: str | None = None
     sizes: dict[str, int] = Field(default_factory=dict)
     simulated: bool = False
+    references_reused: bool = Field(
+        False, description="eager/torch.compile latencies measured by an earlier evaluation of "
+                           "the run at these sizes and timing settings, not beside this candidate")
 
 
 class EvalResult(_Model):
@@ -90,12 +93,29 @@ class EvalResult(_Model):
     first_call_s: float = 0.0
     compile_reference_s: float = 0.0
     overhead_s: float = 0.0
+    stages: dict[str, float] = Field(
+        default_factory=dict,
+        description="seconds per stage: static, start (processes, CUDA), import, correctness "
+                    "(its first call includes the Triton compile: first_call_s), gpu compile, "
+                    "timing, re-verify, profile")
     versions: dict[str, str] = Field(default_factory=dict)
     profile: ProfileReports | None = None
 
     @property
     def ok(self) -> bool:
         return self.status is EvalStatus.ok
+
+    def stage_summary(self) -> str:
+        """``static 0.01 s · start 0.6 s · ... · correctness 3.1 s (first call 1.2 s)``."""
+        parts = []
+        for name, seconds in self.stages.items():
+            part = f"{name} {seconds:.2f} s"
+            if name == "correctness" and self.first_call_s:
+                part += f" (first call {self.first_call_s:.2f} s)"
+            if name == "timing" and self.compile_reference_s:
+                part += f" (torch.compile {self.compile_reference_s:.2f} s)"
+            parts.append(part)
+        return " · ".join(parts)
 
     @property
     def speedup(self) -> float | None:

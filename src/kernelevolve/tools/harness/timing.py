@@ -124,6 +124,42 @@ def time_interleaved(
     return {n: Latency.of([s.elapsed_time(e) for s, e in events[n]]) for n in names}
 
 
+_COPY_BW: dict[int, float] = {}
+
+
+def copy_bandwidth(device: torch.device) -> float:
+    """Bytes per millisecond a device-to-device copy moves on ``device`` (read plus write), the
+    best of several 1 GiB copies; measured once per process."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _COPY_BW:
+        n = 1 << 28  # 1 GiB of int32, far beyond any L2
+        src = torch.empty(n, dtype=torch.int32, device=device)
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        best = float("inf")
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dst.copy_(src)
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end))
+        _COPY_BW[index] = 2 * src.nbytes / best
+        del src, dst
+    return _COPY_BW[index]
+
+
+def tensor_bytes(values: Any) -> int:
+    """Bytes a kernel must touch to read or write these tensors: each tensor's elements, or its
+    storage where that is smaller (a broadcast view)."""
+    from kernelevolve.tools.harness.compare import tensors_of
+
+    total = 0
+    for t in tensors_of(values):
+        total += min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
+    return total
+
+
 class InputVariation:
     """New values for a set of inputs before every timed trial, so a result memoized by pointer,
     version counter or fingerprint is wrong: each floating input gets its base values rotated by

@@ -14,6 +14,7 @@ from __future__ import annotations
 from .generations import DEFAULT_GENERATION, GENERATIONS, Const, Generation, get_generation
 from .report import LaunchReport, MtiaIllegalKernel, SimReport
 from .simulate import simulate_forward, simulate_reference
+from .written import Written
 
 __all__ = [
     "DEFAULT_GENERATION",
@@ -23,6 +24,7 @@ __all__ = [
     "LaunchReport",
     "MtiaIllegalKernel",
     "SimReport",
+    "Written",
     "get_generation",
     "simulate_forward",
     "simulate_reference",

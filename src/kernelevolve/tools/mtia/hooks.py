@@ -13,6 +13,9 @@ whatever the attribute held before (the evaluation worker may have wrapped some 
   ``eviction_policy`` by ``cache_policy``). An op the installed Triton lacks is not hooked.
 - ``ReduceOps.apply`` / ``ScanOps.apply`` (reductions bypass the builder), and the ``.T`` property
   the interpreter installs on ``tl.tensor`` (it transposes without the builder).
+
+Where the session has a :class:`~.written.Written`, launches, programs, loads, stores and atomics
+report to it too, so the sampled run's outputs can be checked where they are complete.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from kernelevolve.errors import TargetError
 from .chip import KernelRecord
 from .counters import LaunchRecorder, ProgramCounter
 from .generations import Generation
+from .written import Written
 
 _TRITON_DIR = os.path.dirname(triton.__file__)
 _PKG_DIR = os.path.dirname(__file__)
@@ -102,8 +106,10 @@ class _Patches:
 class Session:
     """The recording state of one simulate_forward call."""
 
-    def __init__(self, gen: Generation, budget: int, allow_scatter: bool, seconds: float | None) -> None:
+    def __init__(self, gen: Generation, budget: int, allow_scatter: bool, seconds: float | None,
+                 written: Written | None = None) -> None:
         self.gen = gen
+        self.written = written  # which elements hold what the full run would write
         self.budget = budget
         self.seconds = seconds
         self.spent_s = 0.0
@@ -117,22 +123,36 @@ class Session:
 
     # launches and programs
     def begin_launch(self, name: str, args: tuple, kwargs: dict) -> None:
-        buffers = []
-        for arg in list(args) + list(kwargs.values()):
-            base = getattr(arg, "base", arg) if type(arg).__name__ == "TensorWrapper" else arg
-            if hasattr(base, "untyped_storage"):
-                storage = base.untyped_storage()
+        buffers: list[tuple[int, int]] = []
+
+        def add(arg: Any) -> None:
+            if isinstance(arg, tuple):
+                for item in arg:
+                    add(item)
+                return
+            # TensorWrapper (a reinterpreted tensor) and host-side TensorDescriptor: their base.
+            if type(arg).__name__ in ("TensorWrapper", "TensorDescriptor"):
+                arg = getattr(arg, "base", arg)
+            if hasattr(arg, "untyped_storage"):
+                storage = arg.untyped_storage()
                 if storage.nbytes():
                     buffers.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+
+        for arg in list(args) + list(kwargs.values()):
+            add(arg)
         seconds = None
         if self.seconds is not None:
             # Later launches of the forward share what the earlier ones left of the budget.
             seconds = max(self.seconds - self.spent_s, self.seconds / 8)
         self.launch = LaunchRecorder(name, buffers, self.gen, self.budget, self.allow_scatter, seconds)
         self.in_launch = True
+        if self.written is not None:
+            self.written.begin_launch(buffers)
 
     def end_launch(self, grid: tuple[int, int, int] | None, ok: bool) -> None:
         launch, self.launch, self.in_launch, self.program = self.launch, None, False, None
+        if self.written is not None and launch is not None:
+            self.written.end_launch(complete=launch.plan is None or launch.plan.is_full)
         if ok and launch is not None and grid is not None:
             self.records.append(launch.finish(grid))
 
@@ -147,6 +167,8 @@ class Session:
             if counter is None and launch is not None:
                 return None
             session.program = counter
+            if session.written is not None:
+                session.written.begin_program()
             start = clock()
             try:
                 fn(**kwargs)
@@ -270,9 +292,13 @@ class Session:
         def load(prog: ProgramCounter, ptrs: Any, mask: Any, out: Any) -> None:
             prog.on_access(ptrs, mask, False, _site())
             prog.track(out)
+            if session.written is not None:
+                session.written.on_load(ptrs, mask)
 
         def store(prog: ProgramCounter, ptrs: Any, mask: Any, out: Any) -> None:
             prog.on_access(ptrs, mask, True)
+            if session.written is not None:
+                session.written.on_store(ptrs, mask)
 
         def dot(prog: ProgramCounter, a: Any, b: Any, d: Any, out: Any) -> None:
             prog.on_dot(a, b, d, out)
@@ -296,6 +322,8 @@ class Session:
             return
         prog.on_access(ptr, mask, False, atomic=True)
         prog.on_access(ptr, mask, True, atomic=True)
+        if self.written is not None:
+            self.written.on_atomic(ptr, mask)
         prog.on_elementwise("se", "atomic", (), out)
         if prog.launch is not None:
             prog.launch.warn("atomic", f"{prog.launch.name}: atomics are modelled as gathered "

@@ -17,6 +17,7 @@ from .chip import KernelRecord, evaluate
 from .generations import Generation, get_generation
 from .hooks import Session
 from .report import MtiaIllegalKernel, SimReport, build_report
+from .written import Written
 
 _ONE_AT_A_TIME = threading.Lock()
 
@@ -47,6 +48,8 @@ class _AtenRecorder(TorchDispatchMode):
             record = aten_record(func, args, kwargs, out, self.gen)
             if record is not None:
                 self.records.append(record)
+            if self.session is not None and self.session.written is not None:
+                self.session.written.on_aten(func, args, kwargs, out)
         return out
 
     def _uncomputed(self, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -94,6 +97,7 @@ def simulate_forward(
     allow_scatter: bool = False,
     warm: bool = True,
     max_sample_seconds: float | None = 4.0,
+    written: Written | None = None,
 ) -> SimReport:
     """Run ``fn()`` once in Triton's interpreter and time it on a simulated MTIA ``gen``.
 
@@ -104,7 +108,9 @@ def simulate_forward(
     ``max_sample_seconds`` (None: no time limit). Eager torch ops in ``fn`` are
     simulated as one kernel each. ``warm`` reports the steady state of repeated forwards (the
     launches replayed twice through the cache model). Raises :class:`MtiaIllegalKernel` when a
-    kernel could not run on MTIA (``allow_scatter`` permits scatter stores).
+    kernel could not run on MTIA (``allow_scatter`` permits scatter stores). ``written``, when
+    given, follows which output elements hold what the full forward would have written
+    (written.py), so the sampled run's outputs can be checked there.
     """
     import triton
 
@@ -119,7 +125,7 @@ def simulate_forward(
     try:
         if max_programs_per_launch < 1:
             raise ValueError("max_programs_per_launch must be at least 1")
-        session = Session(g, max_programs_per_launch, allow_scatter, max_sample_seconds)
+        session = Session(g, max_programs_per_launch, allow_scatter, max_sample_seconds, written)
         session.install()
         try:
             with _AtenRecorder(g, session.records, session):
