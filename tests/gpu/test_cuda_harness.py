@@ -141,6 +141,20 @@ def test_honest_kernel_passes_the_judges_timing_bounds():
     assert "reported timing above the memory floor" in names
 
 
+def test_references_are_timed_once_per_run_and_again_when_asked(pool):
+    problem, solution = EXAMPLES / "problems" / "04_row_softmax.py", EXAMPLES / "solutions" / (
+        "04_row_softmax.py")
+    first = pool.evaluate(problem, solution)
+    again = pool.evaluate(problem, solution)
+    fresh = pool.evaluate(problem, solution, fresh_references=True)
+    assert first.ok and again.ok and fresh.ok, (first.message, again.message, fresh.message)
+    assert not first.timing.references_reused and not fresh.timing.references_reused
+    assert again.timing.references_reused
+    assert again.timing.eager == first.timing.eager  # the same figures, not re-measured
+    assert fresh.timing.eager != first.timing.eager
+    assert again.stages["timing"] < first.stages["timing"]  # no torch.compile the second time
+
+
 def test_a_run_reports_its_best_kernel_beside_fresh_references(tmp_path):
     """During a search eager and torch.compile are timed once and reused; the figure the run
     reports for its best kernel is measured again beside freshly timed references."""
@@ -156,7 +170,6 @@ def test_a_run_reports_its_best_kernel_beside_fresh_references(tmp_path):
     result = tune(EXAMPLES / "problems" / "04_row_softmax.py", target="cuda", llm="offline",
                   settings=settings)
     assert result.finished and result.best_result is not None, result
-    assert result.candidates >= 2
     timing = result.best_result.timing
     assert timing is not None and not timing.references_reused
     final = Path(result.run_dir) / FINAL
