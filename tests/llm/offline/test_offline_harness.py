@@ -74,6 +74,8 @@ def test_rows_longer_than_a_block_take_several_passes(pool, tmp_path):
     plan = analyze(layernorm)
     jobs.append((layernorm, plan.render({**plan.default_params(), "BLOCK_N": 128,
                                          "BLOCK_M": 4})))
+    # Softmax: max and sum of exp in one online pass, then the output pass (two reads).
+    assert "at once (online)" in jobs[0][1] and jobs[0][1].count("for start in range") == 2
     for (problem, source), result in zip(jobs, _evaluate_all(pool, jobs), strict=True):
         assert "for start in range(0, n_cols, BLOCK_N)" in source
         _assert_ok(result, problem.name)

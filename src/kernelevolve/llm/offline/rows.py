@@ -4,8 +4,9 @@ Softmax, log-softmax, layer norm, RMS norm, L2 normalisation, variance and plain
 lower to the same DAG of elementwise ops and ``reduce`` nodes over the trailing dims (the "row").
 Each program takes BLOCK_M rows. When a row fits in BLOCK_N columns it is read once and every
 value stays in registers (SINGLE_PASS); otherwise the reductions run in as few passes as their
-dependencies allow (softmax: max, then sum of exp, then the output pass), recomputing
-elementwise values from the inputs in each pass instead of storing them.
+dependencies allow, recomputing elementwise values from the inputs in each pass instead of
+storing them. Softmax and log-softmax take two reads and one write: max and sum of exp in one
+online pass (a running max per row, the sum rescaled when it grows), then the output pass.
 """
 
 from __future__ import annotations
@@ -236,7 +237,16 @@ class RowsTemplate:
                     row_writer.emit(n)
 
         emit_rows()
+        skip: set[int] = set()
         for p, level in enumerate(self.levels):
+            if p in skip:
+                continue
+            if p + 1 < len(self.levels) and _online_pair(level, self.levels[p + 1]):
+                self._online_pass(lines, ind, p, level[0], self.levels[p + 1][0], row_writer)
+                done |= {id(level[0]), id(self.levels[p + 1][0])}
+                skip.add(p + 1)
+                emit_rows()
+                continue
             lines.append(f"{ind}# pass {p + 1}: {', '.join(r.attrs[0] for r in level)} over "
                          f"the row")
             accs = []
@@ -273,6 +283,35 @@ class RowsTemplate:
         loop.special = self._special(loop, single=False)
         loop.names = dict(row_writer.names)
         self._store(lines, ind + "    ", loop.emit(out))
+
+    def _online_pass(self, lines: list[str], ind: str, p: int, mx: Node, sm: Node,
+                     row_writer: ExprWriter) -> None:
+        """max(v) and sum(exp(v - max)) in one pass (the online softmax): each row keeps its
+        running max and a sum rescaled by exp(old max - new max) when a chunk raises the max;
+        one exp per element."""
+        ninf = '-float("inf")'
+        m_run = row_writer.tmp(f"tl.full([BLOCK_M, 1], {ninf}, tl.float32)")
+        s_run = row_writer.tmp("tl.zeros([BLOCK_M, 1], dtype=tl.float32)")
+        lines.append(f"{ind}# pass {p + 1}: max and sum of exp over the row at once (online)")
+        lines.append(f"{ind}for start in range(0, n_cols, BLOCK_N):")
+        lines.append(f"{ind}    cols = start + offs_n")
+        lines.append(f"{ind}    mask = row_mask[:, None] & (cols[None, :] < n_cols)")
+        loop = ExprWriter(lines, ind + "    ", lambda n: None, self.sig.scalars,
+                          prefix=f"p{p}_")
+        loop.special = self._special(loop, single=False)
+        loop.names = dict(row_writer.names)
+        v = loop.emit(mx.args[0])
+        inner = ind + "    "
+        lines += [
+            f"{inner}v_masked = tl.where(mask, {v}, {ninf})",
+            f"{inner}m_new = tl.maximum({m_run}, tl.max(v_masked, axis=1, keep_dims=True))",
+            f"{inner}# a row with no finite max yet: its sum stays 0 (exp(-inf - -inf) is NaN)",
+            f"{inner}{s_run} = tl.where(m_new > {ninf}, {s_run} * tl.exp({m_run} - m_new) + "
+            f"tl.sum(tl.exp(v_masked - m_new), axis=1, keep_dims=True), 0.0)",
+            f"{inner}{m_run} = m_new",
+        ]
+        row_writer.bind(mx, m_run)
+        row_writer.bind(sm, s_run)
 
     def _kernel(self, name: str) -> str:
         names = self.sig.operand_names
@@ -406,3 +445,18 @@ class RowsTemplate:
         else:
             defaults = {"BLOCK_M": 1, "BLOCK_N": 4096, "num_warps": 8}
         return KernelPlan(cls_name, desc, dict(SPACE), defaults, template)
+
+
+def _online_pair(first: list[Node], second: list[Node]) -> bool:
+    """``max(v)`` then ``sum(exp(v - max))`` over the same row (softmax, log-softmax,
+    logsumexp): one pass can compute both."""
+    if len(first) != 1 or len(second) != 1:
+        return False
+    mx, sm = first[0], second[0]
+    if mx.attrs[0] != "max" or sm.attrs[0] != "sum" or not mx.attrs[2]:
+        return False
+    e = sm.args[0]
+    if e.op != "exp" or e.args[0].op != "sub":
+        return False
+    sub = e.args[0]
+    return sub.args[0] is mx.args[0] and sub.args[1] is mx
