@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from kernelevolve.problem import Problem
 
+from . import families
 from .compound import lower
 from .elementwise import DEFAULTS as EW_DEFAULTS
 from .elementwise import SPACE as EW_SPACE
 from .elementwise import ElementwiseTemplate
+from .fullreduce import FullReduceTemplate, is_full
 from .ir import Lowered, Node
 from .matmul import MatmulTemplate
 from .plan import KernelPlan, Unsupported
@@ -66,6 +68,9 @@ def analyze(problem: Problem) -> KernelPlan:
 
 def _analyze(problem: Problem) -> KernelPlan:
     traced = trace(problem)
+    whole = families.plan(problem, traced)
+    if whole is not None:
+        return whole
     lowered = lower(traced, list(problem.allowed_ops))
     gemms = lowered.gemms
     reduces = lowered.reduces
@@ -88,6 +93,8 @@ def _analyze(problem: Problem) -> KernelPlan:
         ranks = {len(r.args[0].shape) for r in reduces}
         if len(dims) != 1 or len(ranks) != 1:
             raise Unsupported("reductions over different dims, which no template covers")
+        if is_full(lowered):
+            return FullReduceTemplate.plan(problem, traced, lowered)
         (d,), (rank,) = dims, ranks
         if d == tuple(range(rank - len(d), rank)):
             return RowsTemplate.plan(problem, traced, lowered)

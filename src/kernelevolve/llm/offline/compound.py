@@ -94,6 +94,25 @@ class Lowerer(BaseLowerer):
             return reduce("max", ew("abs", x), dims, keep)
         raise Unsupported(f"a vector norm of order {order}, which no template covers")
 
+    def op_smooth_l1_loss(self, node: torch.fx.Node) -> Node:
+        p, t = self._v(node, 0), self._v(node, 1)
+        reduction = int(self.arg(node, 2, self.arg(node, "reduction", 1)))
+        beta = self.number(node, 3, 1.0) if len(node.args) > 3 else float(
+            kwargs_of(node).get("beta", 1.0))
+        d = ew("sub", p, t)
+        ad = ew("abs", d)
+        if beta == 0.0:
+            loss = ad
+        else:
+            quad = ew("mul", ew("mul", d, d), const(0.5 / beta))
+            loss = ew("where", ew("lt", ad, const(beta), dtype=torch.bool), quad,
+                      ew("sub", ad, const(0.5 * beta)), dtype=d.dtype)
+        dims = tuple(range(len(loss.shape)))
+        if reduction == 0:
+            return loss
+        total = reduce("sum", loss, dims, False)
+        return ew("div", total, count(loss, dims)) if reduction == 1 else total
+
     def _variance(self, node: torch.fx.Node) -> Node:
         x = self._v(node, 0)
         rank = len(x.shape)

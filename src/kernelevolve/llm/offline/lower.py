@@ -23,12 +23,13 @@ UNARY = {
 BINARY = {"add", "sub", "rsub", "mul", "div", "maximum", "minimum", "gt", "lt", "ge", "le", "eq",
           "ne"}
 PARAMETRIC = {"gelu", "leaky_relu", "elu", "softplus", "hardtanh", "clamp", "clamp_min",
-              "clamp_max", "pow", "threshold", "where", "scalar_tensor", "_to_copy"}
+              "clamp_max", "pow", "threshold", "where", "scalar_tensor", "_to_copy", "xlogy",
+              "triu", "tril"}
 IDENTITY = {"detach", "alias", "clone", "lift_fresh_copy", "contiguous"}
 VIEWS = {"view", "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze", "t", "transpose",
          "permute", "split", "split_with_sizes", "slice"}
 REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "linalg_vector_norm", "var", "std"}
-ROW_OPS = {"_softmax", "_log_softmax", "native_layer_norm"}
+ROW_OPS = {"_softmax", "_log_softmax", "native_layer_norm", "smooth_l1_loss"}
 GEMMS = {"mm", "addmm", "bmm"}
 LIBRARY = {"convolution"}
 KNOWN = UNARY | BINARY | PARAMETRIC | IDENTITY | VIEWS | REDUCTIONS | ROW_OPS | GEMMS | LIBRARY
@@ -263,6 +264,17 @@ class BaseLowerer:
                 raise Unsupported("a power with a non-positive scalar base")
             return ew("rpow", self._v(node, 1), attrs=(b,))
         raise Unsupported("a power of two tensors, which no template covers")
+
+    def op_triu(self, node: torch.fx.Node) -> Node:
+        # Only the matmul epilogue renders it: it knows each element's row and column.
+        return ew(op_name(node), self._v(node, 0), attrs=(int(self.arg(node, 1, 0) or 0),))
+
+    op_tril = op_triu
+
+    def op_xlogy(self, node: torch.fx.Node) -> Node:
+        a, b = self._v(node, 0), self._v(node, 1)
+        zero = ew("eq", a, const(0.0), dtype=torch.bool)
+        return ew("where", zero, const(0.0), ew("mul", a, ew("log", b)), dtype=val_dtype(node))
 
     def op_where(self, node: torch.fx.Node) -> Node:
         c, a, b = self._v(node, 0), self._v(node, 1), self._v(node, 2)

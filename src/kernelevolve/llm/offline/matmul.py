@@ -171,6 +171,11 @@ class MatmulTemplate:
             if n.op == "load":
                 assert n.operand is not None
                 return load(n.operand)
+            if n.op in ("triu", "tril"):
+                # keep the elements on or above (triu) / on or below (tril) diagonal k
+                cmp = ">=" if n.op == "triu" else "<="
+                return writer.tmp(f"tl.where(offs_n[None, :] - offs_m[:, None] {cmp} "
+                                  f"{n.attrs[0]}, {writer.names[id(n.args[0])]}, 0.0)")
             return None
 
         def load(op: Operand) -> str:

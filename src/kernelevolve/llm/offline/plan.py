@@ -10,6 +10,8 @@ OPERATOR_CLASSES = (
     "elementwise", "softmax", "log_softmax", "layernorm", "rmsnorm", "reduction", "l2norm",
     "matmul", "library_epilogue",
     "rowwise",  # other fused row programs: elementwise ops around reductions over the last dims
+    # whole-operator templates (families.py)
+    "convolution", "pooling", "normalization", "scan", "argreduce", "loss", "full_reduction",
 )
 
 

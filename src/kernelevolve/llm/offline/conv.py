@@ -1,0 +1,420 @@
+"""The convolution template: standard, transposed, grouped, depthwise and pointwise convolutions
+in 1-3 dims as an implicit GEMM, and chains of them (a depthwise-separable block).
+
+Every convolution is computed as 3-D (a 1-D or 2-D one is viewed with size-1 leading spatial
+dims). The GEMM is [output positions M = N*OD*OH*OW] x [input channels of a group * kernel
+volume = K] x [output channels of a group]: a program owns a BLOCK_M x BLOCK_N output tile and
+walks K in BLOCK_K slices, gathering the input tile from the implicit im2col matrix with masks
+for the padding (and, transposed, for the positions the stride skips) and accumulating with
+``tl.dot`` in fp32. A per-k table (input offset, window offsets, weight offset) is written by a
+small kernel first, so the loop does no index decoding. Depthwise convolutions (one input
+channel per group) take a direct kernel over [positions, channels] tiles instead, walking the
+window one position at a time: no K axis to feed a dot. Hyper-parameters are read from the conv module at call time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from kernelevolve.problem import Problem
+
+from . import fxgraph
+from .lower import args_of, op_name
+from .plan import KernelPlan, Unsupported
+from .source import module_source
+from .trace import Traced
+
+SPACE = {"BLOCK_M": (32, 64, 128), "BLOCK_N": (16, 32, 64, 128), "BLOCK_K": (16, 32, 64),
+         "num_warps": (2, 4, 8)}
+DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4}
+
+_GATHER = '''
+        # The window table gives each k its input offsets; masks for padding (and the stride's
+        # gaps); only the real spatial dims (the last ND) are checked
+        t_ptrs = tab_ptr + offs_k
+        x_col = tl.load(t_ptrs, mask=mask_k, other=0)
+        k_w = tl.load(t_ptrs + 3 * K, mask=mask_k, other=0)
+        i_w = w0[:, None] + k_w[None, :]
+        if ND >= 2:
+            k_h = tl.load(t_ptrs + 2 * K, mask=mask_k, other=0)
+            i_h = h0[:, None] + k_h[None, :]
+        if ND == 3:
+            k_d = tl.load(t_ptrs + K, mask=mask_k, other=0)
+            i_d = d0[:, None] + k_d[None, :]
+        if STRIDED_T:
+            ok = (i_w >= 0) & (i_w % st_w == 0) & (i_w < IW * st_w)
+            x_off = x_row[:, None] + x_col[None, :] + (i_w // st_w) * s_xw
+            if ND >= 2:
+                ok = ok & (i_h >= 0) & (i_h % st_h == 0) & (i_h < IH * st_h)
+                x_off += (i_h // st_h) * s_xh
+            if ND == 3:
+                ok = ok & (i_d >= 0) & (i_d % st_d == 0) & (i_d < ID * st_d)
+                x_off += (i_d // st_d) * s_xd
+        else:
+            # input position = row part + window part: the pointer is one outer sum
+            ok = (i_w >= 0) & (i_w < IW)
+            if ND >= 2:
+                ok = ok & (i_h >= 0) & (i_h < IH)
+            if ND == 3:
+                ok = ok & (i_d >= 0) & (i_d < ID)
+            x_off = x_row[:, None] + x_col[None, :]
+        x_mask = mask_m[:, None] & mask_k[None, :] & ok
+        x_tile = tl.load(x_ptr + x_off, mask=x_mask, other=0.0).to(tl.float32)
+        w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)'''
+
+_HEAD = '''
+    # Sizes: M = N * OD * OH * OW output positions; channels per group; spatial extents;
+    # K = input channels per group * window volume
+    M, K, C_IN_G, C_OUT_G, C_OUT, ID, IH, IW, OD, OH, OW,
+    # Strides of x [N, C, D, H, W] and of w along its output (standard) / input channels
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo,
+    # Convolution hyper-parameters
+    st_d, st_h, st_w, pad_d, pad_h, pad_w,
+    # Meta-parameters: spatial dims; bias; transposed; transposed with a stride above 1
+    ND: tl.constexpr, HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,
+    STRIDED_T: tl.constexpr,'''
+
+_DECODE = '''
+    # Output position -> (n, od, oh, ow), and the input position its window starts from
+    ow = offs_m % OW
+    t = offs_m // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    n = t // OD
+    osp = OD * OH * OW
+    sp = offs_m % osp
+    x_row = n * s_xn
+    if TRANSPOSED:
+        # input position = (output position + padding - window offset) / stride
+        d0 = od + pad_d
+        h0 = oh + pad_h
+        w0 = ow + pad_w
+    else:
+        # input position = output position * stride - padding + window offset
+        d0 = od * st_d - pad_d
+        h0 = oh * st_h - pad_h
+        w0 = ow * st_w - pad_w
+    if not STRIDED_T:
+        x_row += d0 * s_xd + h0 * s_xh + w0 * s_xw'''
+
+KERNELS = f'''@triton.jit
+def conv_table_kernel(
+    # Pointers: the window table [5, K] (int64)
+    tab_ptr,
+    # Sizes: K = C_IN_G * KD * KH * KW
+    K, KD, KH, KW,
+    # Strides of x (channel, d, h, w) and of w (input channel, kd, kh, kw)
+    s_xc, s_xd, s_xh, s_xw, s_wi, s_wd, s_wh, s_ww,
+    # Dilations
+    dil_d, dil_h, dil_w,
+    # Meta-parameters
+    TRANSPOSED: tl.constexpr, STRIDED_T: tl.constexpr, BLOCK: tl.constexpr,
+):
+    # Row 0: the x offset of k's channel (plus its window offset unless STRIDED_T); rows 1-3:
+    # the window offset per dim (negated for a transposed conv); row 4: k's w offset.
+    offs_k = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs_k < K
+    kvol = KD * KH * KW
+    ci = (offs_k // kvol).to(tl.int64)
+    r = offs_k % kvol
+    kd = r // (KH * KW)
+    kh = (r // KW) % KH
+    kw = r % KW
+    k_d = (kd * dil_d).to(tl.int64)
+    k_h = (kh * dil_h).to(tl.int64)
+    k_w = (kw * dil_w).to(tl.int64)
+    if TRANSPOSED:
+        k_d = -k_d
+        k_h = -k_h
+        k_w = -k_w
+    x_col = ci * s_xc
+    if not STRIDED_T:
+        x_col += k_d * s_xd + k_h * s_xh + k_w * s_xw
+    tl.store(tab_ptr + offs_k, x_col, mask=mask)
+    tl.store(tab_ptr + K + offs_k, k_d, mask=mask)
+    tl.store(tab_ptr + 2 * K + offs_k, k_h, mask=mask)
+    tl.store(tab_ptr + 3 * K + offs_k, k_w, mask=mask)
+    w_off = ci * s_wi + (kd * s_wd + kh * s_wh + kw * s_ww).to(tl.int64)
+    tl.store(tab_ptr + 4 * K + offs_k, w_off, mask=mask)
+
+
+@triton.jit
+def conv_gemm_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
+    # group and walks the (input channel, kernel window) axis in BLOCK_K slices.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    g = pid_n // n_blocks_n
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = offs_m < M
+    mask_n = offs_n < C_OUT_G{_DECODE}
+    x_row += (g * C_IN_G).to(tl.int64) * s_xc
+    if TRANSPOSED:
+        w_base = g.to(tl.int64) * s_wg + offs_n.to(tl.int64) * s_wo
+    else:
+        w_base = (g * C_OUT_G + offs_n).to(tl.int64) * s_wo
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        mask_k = offs_k < K{_GATHER}
+        w_mask = mask_k[:, None] & mask_n[None, :]
+        w_tile = tl.load(w_ptr + (w_base[None, :] + w_off[:, None]), mask=w_mask,
+                         other=0.0).to(tl.float32)
+        # fp32 products (TF32 would miss the 1e-4 fp32 tolerance)
+        acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
+    co = g * C_OUT_G + offs_n
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    out_ptrs = out_ptr + ((n * C_OUT * osp + sp)[:, None] + co[None, :].to(tl.int64) * osp)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def conv_depthwise_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
+    BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    # One input channel per group (depthwise): a program owns BLOCK_M output positions x
+    # BLOCK_C output channels and walks the window one position at a time; lanes along the
+    # positions read neighbouring inputs.
+    pid_m = tl.program_id(0)
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C_OUT
+    g_c = offs_c // C_OUT_G
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask_m = offs_m < M
+{_DECODE}
+    x_cols = g_c.to(tl.int64) * s_xc
+    if TRANSPOSED:
+        w_base = g_c.to(tl.int64) * s_wg + (offs_c % C_OUT_G).to(tl.int64) * s_wo
+    else:
+        w_base = offs_c.to(tl.int64) * s_wo
+    acc = tl.zeros((BLOCK_M, BLOCK_C), dtype=tl.float32)
+    for k in range(0, K):
+        x_k = tl.load(tab_ptr + k)
+        i_w = w0 + tl.load(tab_ptr + 3 * K + k)
+        if ND >= 2:
+            i_h = h0 + tl.load(tab_ptr + 2 * K + k)
+        if ND == 3:
+            i_d = d0 + tl.load(tab_ptr + K + k)
+        if STRIDED_T:
+            ok = (i_w >= 0) & (i_w % st_w == 0) & (i_w < IW * st_w)
+            x_off = x_row + x_k + (i_w // st_w) * s_xw
+            if ND >= 2:
+                ok = ok & (i_h >= 0) & (i_h % st_h == 0) & (i_h < IH * st_h)
+                x_off += (i_h // st_h) * s_xh
+            if ND == 3:
+                ok = ok & (i_d >= 0) & (i_d % st_d == 0) & (i_d < ID * st_d)
+                x_off += (i_d // st_d) * s_xd
+        else:
+            ok = (i_w >= 0) & (i_w < IW)
+            if ND >= 2:
+                ok = ok & (i_h >= 0) & (i_h < IH)
+            if ND == 3:
+                ok = ok & (i_d >= 0) & (i_d < ID)
+            x_off = x_row + x_k
+        x_mask = (mask_m & ok)[:, None] & mask_c[None, :]
+        x_tile = tl.load(x_ptr + (x_off[:, None] + x_cols[None, :]), mask=x_mask,
+                         other=0.0).to(tl.float32)
+        w_vec = tl.load(w_ptr + (w_base + tl.load(tab_ptr + 4 * K + k)), mask=mask_c,
+                        other=0.0).to(tl.float32)
+        acc += x_tile * w_vec[None, :]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
+    out_ptrs = out_ptr + ((n * C_OUT * osp + sp)[:, None] + offs_c[None, :].to(tl.int64) * osp)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_m[:, None] & mask_c[None, :])'''
+
+LAUNCHER = '''def _per_dim(value, nd, fill, name):
+    """A conv hyper-parameter as 3 ints (leading dims ``fill``): an int or one per dim."""
+    if isinstance(value, str):
+        raise ValueError(f"{name}={value!r}: string paddings are not supported")
+    values = list(value) if isinstance(value, (list, tuple)) else [value] * nd
+    if len(values) == 1 and nd > 1:
+        values = values * nd
+    if len(values) != nd:
+        raise ValueError(f"{name} has {len(values)} entries for a {nd}-d convolution")
+    return [fill] * (3 - nd) + [int(v) for v in values]
+
+
+def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding):
+    """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``."""
+    nd = weight.dim() - 2
+    if not 1 <= nd <= 3:
+        raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
+    if x.dim() != nd + 2:
+        raise ValueError(f"x has {x.dim()} dims; a {nd}-d convolution takes {nd + 2}")
+    groups = int(groups)
+    n_batch, c_in = x.shape[0], x.shape[1]
+    x5 = x.reshape(n_batch, c_in, *([1] * (3 - nd)), *x.shape[2:])
+    w5 = weight.reshape(weight.shape[0], weight.shape[1], *([1] * (3 - nd)), *weight.shape[2:])
+    st = _per_dim(stride, nd, 1, "stride")
+    pad = _per_dim(padding, nd, 0, "padding")
+    dil = _per_dim(dilation, nd, 1, "dilation")
+    ks = list(w5.shape[2:])
+    sizes_in = list(x5.shape[2:])
+    if transposed:
+        c_in_g, c_out_g = c_in // groups, weight.shape[1]
+        opad = _per_dim(output_padding, nd, 0, "output_padding")
+        sizes_out = [(i - 1) * s - 2 * p + d * (k - 1) + o + 1
+                     for i, s, p, d, k, o in zip(sizes_in, st, pad, dil, ks, opad)]
+        s_wi, s_wo = w5.stride(0), w5.stride(1)
+        if weight.shape[0] != c_in:
+            raise ValueError(f"weight has {weight.shape[0]} input channels; x has {c_in}")
+    else:
+        c_in_g, c_out_g = weight.shape[1], weight.shape[0] // groups
+        sizes_out = [(i + 2 * p - d * (k - 1) - 1) // s + 1
+                     for i, s, p, d, k in zip(sizes_in, st, pad, dil, ks)]
+        s_wi, s_wo = w5.stride(1), w5.stride(0)
+    if c_in_g * groups != c_in:
+        raise ValueError(f"x has {c_in} channels; the weight expects {c_in_g} x {groups} groups")
+    if min(sizes_out) <= 0:
+        raise ValueError(f"the output would be empty ({sizes_out})")
+    c_out = c_out_g * groups
+    out = torch.empty((n_batch, c_out, *sizes_out), dtype=x.dtype, device=x.device)
+    m = n_batch * sizes_out[0] * sizes_out[1] * sizes_out[2]
+    if m == 0 or c_out == 0:
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
+    has_bias = bias is not None
+    # A transposed convolution with unit strides gathers like a standard one (window negated)
+    strided_t = bool(transposed) and st != [1, 1, 1]
+    k_total = c_in_g * ks[0] * ks[1] * ks[2]
+    table = torch.empty((5, k_total), dtype=torch.int64, device=x.device)
+    conv_table_kernel[(triton.cdiv(k_total, 256),)](
+        table, k_total, *ks, *x5.stride()[1:], s_wi, *w5.stride()[2:], *dil,
+        TRANSPOSED=bool(transposed), STRIDED_T=strided_t, BLOCK=256)
+    # per group, w advances by its input (transposed) or output channels
+    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
+    args = (x5, w5, bias if has_bias else w5, table, out,
+            m, k_total, c_in_g, c_out_g, c_out, *sizes_in, *sizes_out,
+            *x5.stride(), s_wg, s_wo, *st, *pad)
+    meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), STRIDED_T=strided_t)
+    if c_in_g > 1:
+        block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+        grid = (triton.cdiv(m, BLOCK_M), groups * triton.cdiv(c_out_g, block_n))
+        conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
+                               BLOCK_K=BLOCK_K, num_warps=NUM_WARPS)
+    else:
+        block_c = min(BLOCK_N, max(16, triton.next_power_of_2(c_out)))
+        grid = (triton.cdiv(m, BLOCK_M), triton.cdiv(c_out, block_c))
+        conv_depthwise_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_C=block_c,
+                                    num_warps=NUM_WARPS)
+    return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
+
+_CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
+                 torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+
+
+@dataclass
+class _Conv:
+    """One convolution of the chain: what it reads and the launcher call's arguments."""
+
+    source: str  # the forward expression it convolves, or "" for the previous result
+    call_args: list[str]
+    name: str
+
+
+@dataclass
+class ConvTemplate:
+    problem: Problem
+    traced: Traced
+    convs: list[_Conv]
+    description: str
+
+    def feasible(self, params: Mapping[str, int]) -> str | None:
+        tile = params["BLOCK_M"] * (params["BLOCK_N"] + params["BLOCK_K"])
+        threads = 32 * params["num_warps"]
+        if params["BLOCK_M"] * params["BLOCK_N"] // threads > 128:
+            return (f"a {params['BLOCK_M']}x{params['BLOCK_N']} accumulator is more than 128 "
+                    f"registers per thread")
+        if tile * 4 * 2 > 160 * 1024:
+            return "the tiles exceed shared memory"
+        return None
+
+    def render(self, params: Mapping[str, int]) -> str:
+        body: list[str] = []
+        prev = ""
+        for k, conv in enumerate(self.convs):
+            src = conv.source or prev
+            call = f"conv_nd({src}, {', '.join(conv.call_args)})"
+            if k == len(self.convs) - 1:
+                body.append(f"return {call}")
+            else:
+                prev = f"y{k}"
+                body.append(f"{prev} = {call}")
+        return module_source(
+            self.problem, self.description,
+            {"BLOCK_M": params["BLOCK_M"], "BLOCK_N": params["BLOCK_N"],
+             "BLOCK_K": params["BLOCK_K"], "NUM_WARPS": params["num_warps"]},
+            [KERNELS], [LAUNCHER], self.traced.forward_args, body)
+
+
+def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node | None]:
+    """The chain entry for convolution ``node`` and the convolution it reads, if any."""
+    x = fxgraph.strip(node.args[0])
+    w = fxgraph.strip(node.args[1])
+    b = node.args[2] if len(node.args) > 2 else None
+    w_expr = fxgraph.input_expr(traced, w)
+    if w_expr is None:
+        raise Unsupported("a convolution by a computed weight, which no template covers")
+    b_expr = "None" if b is None else fxgraph.input_expr(traced, fxgraph.strip(b))
+    if b_expr is None:
+        raise Unsupported("a convolution with a computed bias, which no template covers")
+    stride, padding, dilation, transposed, out_padding, groups = args_of(node)[3:9]
+    nd = len(fxgraph.shape(w)) - 2
+    name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
+    module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
+    if module is not None:
+        if getattr(m, "padding_mode", "zeros") != "zeros":
+            raise Unsupported(f"a {name} with padding_mode={m.padding_mode!r}, which no template "
+                              f"covers")
+        args = [w_expr, f"{module}.bias", f"{module}.stride", f"{module}.padding",
+                f"{module}.dilation", f"{module}.groups", str(bool(transposed)),
+                f"{module}.output_padding" if transposed else "0"]
+    else:
+        args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
+                str(int(groups)), str(bool(transposed)), str(list(out_padding))]
+    if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
+        return _Conv("", args, name), x
+    x_expr = fxgraph.input_expr(traced, x)
+    if x_expr is None:
+        raise Unsupported(f"a {name} of a computed tensor, which no template covers")
+    return _Conv(x_expr, args, name), None
+
+
+def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
+    """The plan when the forward is a convolution or a chain of them, else None."""
+    ops = fxgraph.op_names(traced)
+    if "convolution" not in ops:
+        return None
+    if ops - fxgraph.PASS_THROUGH - {"convolution"}:
+        return None  # a convolution inside a larger operator: the DAG lowering decides
+    fxgraph.float_inputs_only(traced)
+    node = fxgraph.strip(fxgraph.output(traced))
+    if not (isinstance(node, torch.fx.Node) and op_name(node) == "convolution"):
+        return None
+    out_shape, out_dtype = fxgraph.shape(node), fxgraph.dtype(node)
+    chain: list[_Conv] = []
+    current: torch.fx.Node | None = node
+    while current is not None:
+        conv, current = _conv_of(traced, current)
+        chain.insert(0, conv)
+    if fxgraph.shape(fxgraph.output(traced)) != out_shape:
+        raise Unsupported("a view of a convolution's result, which no template covers")
+    names = " then ".join(c.name for c in chain)
+    desc = (f"{names} as an implicit GEMM, giving a [{', '.join(map(str, out_shape))}] "
+            f"{fxgraph.describe_dtype(out_dtype)} tensor")
+    return KernelPlan("convolution", desc, dict(SPACE), dict(DEFAULTS),
+                      ConvTemplate(problem, traced, chain, desc))

@@ -1,0 +1,269 @@
+"""The full-reduction template: reductions over every element of a tensor (a loss' mean, a
+Frobenius norm), with the elementwise ops before them fused and what follows them either a
+scalar epilogue (``mean((p - t) ** 2)``) or a second elementwise pass over the same tensor
+(``x / norm(x)``).
+
+A first kernel grid-strides over the flattened tensor with N_PROGRAMS programs, each keeping
+BLOCK lane accumulators per reduction; a single program combines the partials and evaluates the
+scalar epilogue; for a tensor output a third kernel applies it elementwise. Operands are the
+reduced tensor's shape, a suffix of it (broadcast over the leading dims) or one value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kernelevolve.problem import Problem
+
+from .expr import ExprWriter
+from .ir import Lowered, Node
+from .operands import dtype_expr, signature
+from .plan import KernelPlan, Unsupported
+from .source import module_source
+from .trace import Traced
+
+SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "N_PROGRAMS": (64, 128, 256, 512, 1024),
+         "num_warps": (2, 4, 8, 16)}
+DEFAULTS = {"BLOCK": 1024, "N_PROGRAMS": 256, "num_warps": 4}
+_IDENTITY = {"sum": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
+_COMBINE = {"sum": "{a} + {v}", "max": "tl.maximum({a}, {v})", "min": "tl.minimum({a}, {v})"}
+_FINAL = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
+
+
+def is_full(lowered: Lowered) -> bool:
+    """Whether every reduction of the DAG reduces all dims of its argument."""
+    reduces = lowered.reduces
+    return bool(reduces) and all(
+        tuple(r.attrs[1]) == tuple(range(len(r.args[0].shape))) and len(r.args[0].shape) > 0
+        for r in reduces)
+
+
+@dataclass
+class FullReduceTemplate:
+    problem: Problem
+    traced: Traced
+    lowered: Lowered
+    description: str
+
+    def __post_init__(self) -> None:
+        self.reds = self.lowered.reduces
+        self.main = self.reds[0].args[0].shape
+        if any(r.args[0].shape != self.main for r in self.reds):
+            raise Unsupported("full reductions of tensors of different shapes")
+        below: set[int] = set()
+        for r in self.reds:
+            for n in r.args[0].walk():
+                if n.op == "reduce":
+                    raise Unsupported("a reduction of a reduced value, which no template covers")
+                below.add(id(n))
+        out = self.lowered.output
+        self.tensor_out = out.shape not in ((), (1,) * len(out.shape))
+        if self.tensor_out and out.shape != self.main:
+            raise Unsupported(f"the output {list(out.shape)} after a full reduction is neither "
+                              f"one value nor the reduced tensor's shape")
+        for n in self.lowered.nodes:
+            if n.op == "count" and tuple(n.attrs[0]) != tuple(range(len(self.main))):
+                raise Unsupported("a count over part of the dims of a full reduction")
+            if n.op in {"reshape", "gemm"} or (n.op == "load" and n.operand is not None
+                                               and n.operand.chunk is not None):
+                raise Unsupported(f"a {n.op} around a full reduction, which no template covers")
+            if n.op == "load" and id(n) not in below and not self.tensor_out:
+                raise Unsupported("a tensor combined with the result of a full reduction")
+        self.operands = self.lowered.operands
+        for op in self.operands:
+            if op.shape != self.main and math.prod(op.shape) != 1 and tuple(
+                    op.shape) != tuple(self.main[len(self.main) - len(op.shape):]):
+                raise Unsupported(f"{op.expr} {list(op.shape)} broadcasts over part of "
+                                  f"{list(self.main)} other than its leading dims")
+        self.sig = signature(self.lowered, forward_args=self.traced.forward_args)
+
+    def feasible(self, params: Mapping[str, int]) -> str | None:
+        if params["BLOCK"] < 32 * params["num_warps"]:
+            return f"a {params['BLOCK']}-wide block leaves threads of {params['num_warps']} warps idle"
+        return None
+
+    # -- kernels ---------------------------------------------------------------------------
+    def _loader(self, writer_lines: list[str], offs: str, mask: str):
+        names = self.sig.operand_names
+        cache: dict[int, str] = {}
+
+        def load(n: Node) -> str | None:
+            if n.op == "count":
+                return f"(n_total - {n.attrs[1]})" if n.attrs[1] else "n_total"
+            if n.op != "load":
+                return None
+            assert n.operand is not None
+            op = n.operand
+            if id(op) in cache:
+                return cache[id(op)]
+            name = names[id(op)]
+            if math.prod(op.shape) == 1:
+                expr = f"tl.load({name}_ptr).to(tl.float32)"
+            elif op.shape == self.main:
+                expr = f"tl.load({name}_ptr + {offs}, mask={mask}, other=0.0).to(tl.float32)"
+            else:
+                expr = (f"tl.load({name}_ptr + {offs} % {name}_numel, mask={mask}, other=0.0)"
+                        f".to(tl.float32)")
+            value = writer.tmp(expr)
+            cache[id(op)] = value
+            return value
+
+        writer = ExprWriter(writer_lines, "        ", load, self.sig.scalars, prefix="v")
+        return writer, load
+
+    def _ptr_args(self) -> tuple[list[str], list[str]]:
+        names = self.sig.operand_names
+        ptrs = [f"{names[id(o)]}_ptr" for o in self.operands]
+        numels = [f"{names[id(o)]}_numel" for o in self.operands
+                  if o.shape != self.main and math.prod(o.shape) != 1]
+        return ptrs, numels
+
+    def _kernels(self) -> str:
+        ptrs, numels = self._ptr_args()
+        scalars = list(self.sig.scalars.values())
+        lines = ["@triton.jit", "def full_partial_kernel(", "    # Pointers",
+                 f"    {', '.join(ptrs + ['part_ptr'])},",
+                 "    # Sizes: elements of the reduced tensor (and of broadcast operands)",
+                 f"    {', '.join(['total', 'n_total'] + numels)},"]
+        if scalars:
+            lines += ["    # Scalars (model attributes)", f"    {', '.join(scalars)},"]
+        lines += ["    # Meta-parameters", "    BLOCK: tl.constexpr,", "):",
+                  "    # Program pid owns blocks pid, pid + n_programs, ... of the flat tensor.",
+                  "    pid = tl.program_id(0)", "    n_programs = tl.num_programs(0)"]
+        for k, r in enumerate(self.reds):
+            lines.append(f"    acc{k} = tl.full([BLOCK], {_IDENTITY[r.attrs[0]]}, tl.float32)")
+        lines += ["    for start in range(pid * BLOCK, total, n_programs * BLOCK):",
+                  "        offs = start + tl.arange(0, BLOCK).to(tl.int64)",
+                  "        mask = offs < total"]
+        writer, _ = self._loader(lines, "offs", "mask")
+        for k, r in enumerate(self.reds):
+            v = writer.emit(r.args[0])
+            ident = _IDENTITY[r.attrs[0]]
+            lines.append("        " + f"acc{k} = " + _COMBINE[r.attrs[0]].format(
+                a=f"acc{k}", v=f"tl.where(mask, {v}, {ident})"))
+        for k, r in enumerate(self.reds):
+            lines.append(f"    tl.store(part_ptr + pid * {len(self.reds)} + {k}, "
+                         f"{_FINAL[r.attrs[0]]}(acc{k}, axis=0))")
+        lines += ["", "", "@triton.jit", "def full_final_kernel(", "    # Pointers",
+                  f"    {', '.join(ptrs + ['part_ptr', 'res_ptr', 'out_ptr'])},",
+                  "    # Sizes", f"    {', '.join(['n_parts', 'n_total'] + numels)},"]
+        if scalars:
+            lines += ["    # Scalars (model attributes)", f"    {', '.join(scalars)},"]
+        lines += ["    # Meta-parameters", "    BLOCK_P: tl.constexpr,", "):",
+                  "    offs_p = tl.arange(0, BLOCK_P)", "    mask_p = offs_p < n_parts"]
+        final = ExprWriter(lines, "    ", self._count_only, self.sig.scalars, prefix="e")
+        for k, r in enumerate(self.reds):
+            ident = _IDENTITY[r.attrs[0]]
+            part = final.tmp(f"tl.load(part_ptr + offs_p * {len(self.reds)} + {k}, "
+                             f"mask=mask_p, other={ident})")
+            final.bind(r, final.tmp(f"{_FINAL[r.attrs[0]]}({part}, axis=0)"))
+        if self.tensor_out:
+            for k, r in enumerate(self.reds):
+                lines.append(f"    tl.store(res_ptr + {k}, {final.names[id(r)]})")
+        else:
+            result = final.emit(self.lowered.output)
+            lines.append(f"    tl.store(out_ptr, {result}.to(out_ptr.dtype.element_ty))")
+        if self.tensor_out:
+            lines += ["", "", "@triton.jit", "def full_apply_kernel(", "    # Pointers",
+                      f"    {', '.join(ptrs + ['res_ptr', 'out_ptr'])},", "    # Sizes",
+                      f"    {', '.join(['total', 'n_total'] + numels)},"]
+            if scalars:
+                lines += ["    # Scalars (model attributes)", f"    {', '.join(scalars)},"]
+            lines += ["    # Meta-parameters", "    BLOCK: tl.constexpr,", "):",
+                      "    pid = tl.program_id(0)",
+                      "    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
+                      "    mask = offs < total"]
+            apply_lines: list[str] = []
+            writer, _ = self._loader(apply_lines, "offs", "mask")
+            for k, r in enumerate(self.reds):
+                writer.bind(r, f"tl.load(res_ptr + {k})")
+            result = writer.emit(self.lowered.output)
+            lines += [line[4:] for line in apply_lines]
+            lines.append(f"    tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), "
+                         f"mask=mask)")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _count_only(n: Node) -> str | None:
+        if n.op == "count":
+            return f"(n_total - {n.attrs[1]})" if n.attrs[1] else "n_total"
+        if n.op == "load":
+            raise Unsupported("a tensor in the scalar epilogue of a full reduction")
+        return None
+
+    def _launcher(self) -> str:
+        sig, names = self.sig, self.sig.operand_names
+        main = next(o for o in self.operands if o.shape == self.main) if any(
+            o.shape == self.main for o in self.operands) else None
+        if main is None:
+            raise Unsupported("no input has the shape of the reduced tensor")
+        m = names[id(main)]
+        lines = ["def full_reduce(" + ", ".join(sig.params) + "):",
+                 f'    """{self.description}."""']
+        for src in sig.sources:
+            lines.append(f"    {src.name} = {src.name}.contiguous()")
+        for op in self.operands:
+            other = names[id(op)]
+            if op is main:
+                continue
+            if op.shape == self.main:
+                lines += [f"    if {other}.shape != {m}.shape:",
+                          f"        raise ValueError(\"{other} must have the shape of {m}\")"]
+            elif math.prod(op.shape) == 1:
+                lines += [f"    if {other}.numel() != 1:",
+                          f"        raise ValueError(\"{other} must hold one value\")"]
+            else:
+                k = len(op.shape)
+                lines += [f"    if tuple({other}.shape) != tuple({m}.shape[{m}.dim() - {k}:]):",
+                          f"        raise ValueError(\"{other} must match the trailing dims of "
+                          f"{m}\")"]
+        _, numels = self._ptr_args()
+        numel_vals = [f"{names[id(o)]}.numel()" for o in self.operands
+                      if o.shape != self.main and math.prod(o.shape) != 1]
+        dtype = dtype_expr(self.lowered.output.dtype, self.operands, names)
+        ptrs = [names[id(o)] for o in self.operands]
+        scalars = list(sig.scalars.values())
+        out_shape = (f"{m}.shape" if self.tensor_out else
+                     f"[1] * {len(self.lowered.output.shape)}")
+        lines += [f"    total = {m}.numel()",
+                  "    if total == 0:",
+                  "        raise ValueError(\"cannot reduce an empty tensor\")",
+                  f"    out = torch.empty({out_shape}, dtype={dtype}, device={m}.device)",
+                  "    n_parts = min(N_PROGRAMS, triton.cdiv(total, BLOCK))",
+                  "    part = torch.empty((n_parts, " + str(len(self.reds)) + "), "
+                  f"dtype=torch.float32, device={m}.device)",
+                  "    res = torch.empty((" + str(len(self.reds)) + ",), dtype=torch.float32, "
+                  f"device={m}.device)",
+                  "    full_partial_kernel[(n_parts,)](",
+                  f"        {', '.join(ptrs + ['part', 'total', 'float(total)'] + numel_vals + scalars)},",
+                  "        BLOCK=BLOCK, num_warps=NUM_WARPS)",
+                  "    full_final_kernel[(1,)](",
+                  f"        {', '.join(ptrs + ['part', 'res', 'out', 'n_parts', 'float(total)'] + numel_vals + scalars)},",
+                  "        BLOCK_P=triton.next_power_of_2(n_parts))"]
+        if self.tensor_out:
+            lines += ["    full_apply_kernel[(triton.cdiv(total, BLOCK),)](",
+                      f"        {', '.join(ptrs + ['res', 'out', 'total', 'float(total)'] + numel_vals + scalars)},",
+                      "        BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+        shape = list(self.lowered.output.shape)
+        lines.append("    return out" if self.tensor_out else
+                     f"    return out.reshape({shape})")
+        return "\n".join(lines)
+
+    def render(self, params: Mapping[str, int]) -> str:
+        return module_source(
+            self.problem, self.description,
+            {"BLOCK": params["BLOCK"], "N_PROGRAMS": params["N_PROGRAMS"],
+             "NUM_WARPS": params["num_warps"]},
+            [self._kernels()], [self._launcher()], self.traced.forward_args,
+            self.sig.call("full_reduce"))
+
+    @classmethod
+    def plan(cls, problem: Problem, traced: Traced, lowered: Lowered) -> KernelPlan:
+        kinds = sorted({r.attrs[0] for r in lowered.reduces})
+        shape = "[" + ", ".join(map(str, lowered.reduces[0].args[0].shape)) + "]"
+        desc = f"full {'/'.join(kinds)} reduction of a {shape} tensor with a fused epilogue"
+        return KernelPlan("full_reduction", desc, dict(SPACE), dict(DEFAULTS),
+                          cls(problem, traced, lowered, desc))
+

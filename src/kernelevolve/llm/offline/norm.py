@@ -1,0 +1,214 @@
+"""The normalization template: batch, instance and group norm modules with the statistics the
+reference computes in training mode (biased variance over the normalized elements).
+
+The input is viewed as [P, Q, R] with one statistic group per q: batch norm is [N, C, S]
+(stats over N and S), instance norm [1, N*C, S], group norm [1, N*G, C/G*S]. Three kernels:
+partial sums of each group's elements split over many programs (so a group of 16M elements
+is not one program's work), one program per group combining them into mean and 1/std, and an
+elementwise pass that normalizes and applies the per-channel affine. Sums are taken about the
+group's first element, so inputs far from zero keep their precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from kernelevolve.problem import Problem
+
+from . import fxgraph
+from .plan import KernelPlan, Unsupported
+from .source import module_source
+from .trace import Traced
+
+SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "SPLIT": (4, 8, 16, 32, 64),
+         "num_warps": (2, 4, 8, 16)}
+DEFAULTS = {"BLOCK": 1024, "SPLIT": 16, "num_warps": 4}
+
+KERNELS = '''@triton.jit
+def norm_partial_kernel(
+    # Pointers: x viewed as [P, Q, R] (contiguous); partial sums [Q, n_splits, 2]
+    x_ptr, part_ptr,
+    # Sizes
+    P, Q, R, chunk, n_splits,
+    # Meta-parameters
+    BLOCK: tl.constexpr,
+):
+    # One program sums (x - shift) and (x - shift)^2 over one chunk of group q's P * R elements.
+    q = tl.program_id(0)
+    split = tl.program_id(1)
+    n_elem = P.to(tl.int64) * R
+    shift = tl.load(x_ptr + q.to(tl.int64) * R).to(tl.float32)
+    start = split.to(tl.int64) * chunk
+    acc1 = tl.zeros([BLOCK], tl.float32)
+    acc2 = tl.zeros([BLOCK], tl.float32)
+    for off in range(0, chunk, BLOCK):
+        offs = start + off + tl.arange(0, BLOCK)
+        mask = (offs < n_elem) & (off + tl.arange(0, BLOCK) < chunk)
+        p = offs // R
+        x_ptrs = x_ptr + (p * Q + q) * R + (offs - p * R)
+        v = tl.load(x_ptrs, mask=mask, other=0.0).to(tl.float32) - shift
+        v = tl.where(mask, v, 0.0)
+        acc1 += v
+        acc2 += v * v
+    base = (q.to(tl.int64) * n_splits + split) * 2
+    tl.store(part_ptr + base, tl.sum(acc1, axis=0))
+    tl.store(part_ptr + base + 1, tl.sum(acc2, axis=0))
+
+
+@triton.jit
+def norm_stats_kernel(
+    # Pointers: x (for the shift), partial sums [Q, n_splits, 2], stats [Q, 2] (mean, rstd)
+    x_ptr, part_ptr, stats_ptr,
+    # Sizes and eps
+    P, R, n_splits, eps,
+    # Meta-parameters
+    BLOCK_S: tl.constexpr,
+):
+    q = tl.program_id(0)
+    shift = tl.load(x_ptr + q.to(tl.int64) * R).to(tl.float32)
+    s1 = tl.zeros([BLOCK_S], tl.float32)
+    s2 = tl.zeros([BLOCK_S], tl.float32)
+    for start in range(0, n_splits, BLOCK_S):
+        offs = start + tl.arange(0, BLOCK_S)
+        mask = offs < n_splits
+        base = (q.to(tl.int64) * n_splits + offs) * 2
+        s1 += tl.load(part_ptr + base, mask=mask, other=0.0)
+        s2 += tl.load(part_ptr + base + 1, mask=mask, other=0.0)
+    n = (P.to(tl.int64) * R).to(tl.float32)
+    m1 = tl.sum(s1, axis=0) / n
+    var = tl.maximum(tl.sum(s2, axis=0) / n - m1 * m1, 0.0)
+    tl.store(stats_ptr + q * 2, shift + m1)
+    tl.store(stats_ptr + q * 2 + 1, 1.0 / tl.sqrt(var + eps))
+
+
+@triton.jit
+def norm_apply_kernel(
+    # Pointers
+    x_ptr, stats_ptr, w_ptr, b_ptr, out_ptr,
+    # Sizes: x is [P, Q, R]; channel of (q, r) = (q % QC) * CPG + r // S_INNER
+    total, Q, R, QC, CPG, S_INNER,
+    # Meta-parameters
+    HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    r = offs % R
+    q = (offs // R) % Q
+    mean = tl.load(stats_ptr + q * 2, mask=mask, other=0.0)
+    rstd = tl.load(stats_ptr + q * 2 + 1, mask=mask, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    y = (x - mean) * rstd
+    if HAS_WEIGHT or HAS_BIAS:
+        c = (q % QC) * CPG + r // S_INNER
+        if HAS_WEIGHT:
+            y = y * tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+        if HAS_BIAS:
+            y = y + tl.load(b_ptr + c, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)'''
+
+LAUNCHER = '''def channel_norm(x, weight, bias, eps, kind, groups=1, batch_stats=True):
+    """Batch ("batch"), instance ("instance") or group ("group") norm of ``x`` [N, C, *]."""
+    if not batch_stats:
+        raise ValueError("this candidate computes batch statistics (training mode); the module "
+                         "is in eval mode with running statistics")
+    if x.dim() < 2:
+        raise ValueError(f"x has {x.dim()} dims; expected [N, C, *]")
+    x = x.contiguous()
+    n_batch, chans = x.shape[0], x.shape[1]
+    spatial = x.numel() // max(1, n_batch * chans)
+    if kind == "batch":
+        P, Q, R, QC, CPG, S_INNER = n_batch, chans, spatial, chans, 1, spatial
+    elif kind == "instance":
+        P, Q, R, QC, CPG, S_INNER = 1, n_batch * chans, spatial, chans, 1, spatial
+    else:
+        if chans % groups:
+            raise ValueError(f"{chans} channels do not split into {groups} groups")
+        cpg = chans // groups
+        P, Q, R, QC, CPG, S_INNER = 1, n_batch * groups, cpg * spatial, groups, cpg, spatial
+    out = torch.empty_like(x)
+    total = x.numel()
+    if total == 0:
+        return out
+    n_elem = P * R
+    n_splits = max(1, min(triton.cdiv(n_elem, BLOCK), SPLIT * max(1, 1024 // max(1, Q)), 65535))
+    chunk = triton.cdiv(triton.cdiv(n_elem, n_splits), BLOCK) * BLOCK
+    n_splits = triton.cdiv(n_elem, chunk)
+    part = torch.empty((Q, n_splits, 2), dtype=torch.float32, device=x.device)
+    stats = torch.empty((Q, 2), dtype=torch.float32, device=x.device)
+    norm_partial_kernel[(Q, n_splits)](x, part, P, Q, R, chunk, n_splits, BLOCK=BLOCK,
+                                       num_warps=NUM_WARPS)
+    norm_stats_kernel[(Q,)](x, part, stats, P, R, n_splits, float(eps),
+                            BLOCK_S=min(1024, triton.next_power_of_2(n_splits)))
+    norm_apply_kernel[(triton.cdiv(total, BLOCK),)](
+        x, stats, weight if weight is not None else x, bias if bias is not None else x, out,
+        total, Q, R, QC, CPG, S_INNER, HAS_WEIGHT=weight is not None,
+        HAS_BIAS=bias is not None, BLOCK=BLOCK, num_warps=NUM_WARPS)
+    return out'''
+
+_BATCH = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+_INSTANCE = (torch.nn.InstanceNorm1d, torch.nn.InstanceNorm2d, torch.nn.InstanceNorm3d)
+_OPS = {"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+        "_native_batch_norm_legit_no_training", "native_group_norm", "add_", "empty"}
+
+
+@dataclass
+class NormTemplate:
+    problem: Problem
+    traced: Traced
+    call: str
+    description: str
+
+    def feasible(self, params: Mapping[str, int]) -> str | None:
+        if params["BLOCK"] < 32 * params["num_warps"]:
+            return f"a {params['BLOCK']}-wide block leaves threads of {params['num_warps']} warps idle"
+        return None
+
+    def render(self, params: Mapping[str, int]) -> str:
+        return module_source(
+            self.problem, self.description,
+            {"BLOCK": params["BLOCK"], "SPLIT": params["SPLIT"], "NUM_WARPS": params["num_warps"]},
+            [KERNELS], [LAUNCHER], self.traced.forward_args, [f"return {self.call}"])
+
+
+def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
+    """The plan when the forward is one batch/instance/group norm module on an input."""
+    ops = fxgraph.op_names(traced)
+    if not ops & {"native_batch_norm", "native_group_norm", "_native_batch_norm_legit",
+                  "_native_batch_norm_legit_functional"}:
+        return None
+    if ops - _OPS - fxgraph.PASS_THROUGH - {"getitem"}:
+        return None
+    mods = fxgraph.modules_of(traced, _BATCH + _INSTANCE + (torch.nn.GroupNorm,))
+    if len(mods) != 1:
+        return None
+    fxgraph.float_inputs_only(traced)
+    (expr, module), = mods
+    src = next((fxgraph.input_expr(traced, n) for n in traced.graph.nodes
+                if n.op == "placeholder" and traced.placeholders[n.name].kind == "input"), None)
+    if src is None or sum(p.kind == "input" for p in traced.placeholders.values()) != 1:
+        return None
+    if isinstance(module, _BATCH):
+        kind, what = "batch", "batch norm"
+        stats = (f"{expr}.training or {expr}.running_mean is None")
+    elif isinstance(module, _INSTANCE):
+        kind, what = "instance", "instance norm"
+        stats = (f"{expr}.training or not {expr}.track_running_stats")
+    else:
+        kind, what = "group", "group norm"
+        stats = "True"
+    if kind != "group" and getattr(module, "momentum", 0.1) is None and kind == "batch":
+        raise Unsupported("batch norm with a cumulative moving average, which no template covers")
+    affine = bool(getattr(module, "affine", True))
+    w, b = (f"{expr}.weight", f"{expr}.bias") if affine else ("None", "None")
+    groups = f"{expr}.num_groups" if kind == "group" else "1"
+    call = f"channel_norm({src}, {w}, {b}, {expr}.eps, {kind!r}, {groups}, {stats})"
+    out = fxgraph.output(traced)
+    desc = (f"{what} (training-mode statistics) of a "
+            f"[{', '.join(map(str, fxgraph.shape(out)))}] "
+            f"{fxgraph.describe_dtype(fxgraph.dtype(out))} tensor")
+    return KernelPlan("normalization", desc, dict(SPACE), dict(DEFAULTS),
+                      NormTemplate(problem, traced, call, desc))
