@@ -8,8 +8,6 @@ of any length is one sweep.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -17,9 +15,9 @@ import torch
 from kernelevolve.problem import Problem
 
 from . import fxgraph
+from .block import BlockTemplate
 from .lower import op_name
 from .plan import KernelPlan, Unsupported
-from .source import module_source
 from .trace import Traced
 
 SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "num_warps": (1, 2, 4, 8)}
@@ -91,25 +89,6 @@ LAUNCHER = '''def arg_reduce(x, dim, is_max, keepdim=False):
     return out'''
 
 
-@dataclass
-class ArgReduceTemplate:
-    problem: Problem
-    traced: Traced
-    call: str
-    description: str
-
-    def feasible(self, params: Mapping[str, int]) -> str | None:
-        if params["BLOCK"] < 32 * params["num_warps"]:
-            return f"a {params['BLOCK']}-wide tile leaves threads of {params['num_warps']} warps idle"
-        return None
-
-    def render(self, params: Mapping[str, int]) -> str:
-        return module_source(
-            self.problem, self.description,
-            {"BLOCK": params["BLOCK"], "NUM_WARPS": params["num_warps"]},
-            [KERNEL], [LAUNCHER], self.traced.forward_args, [f"return {self.call}"])
-
-
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     """The plan when the forward is ``argmax``/``argmin`` of an input along a dim."""
     out = fxgraph.strip(fxgraph.output(traced))
@@ -133,4 +112,4 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     desc = (f"{op_name(out)} along dim {dim} of a [{', '.join(map(str, fxgraph.shape(x)))}] "
             f"{fxgraph.describe_dtype(fxgraph.dtype(x))} tensor")
     return KernelPlan("argreduce", desc, dict(SPACE), dict(DEFAULTS),
-                      ArgReduceTemplate(problem, traced, call, desc))
+                      BlockTemplate(problem, traced, call, desc, KERNEL, LAUNCHER))

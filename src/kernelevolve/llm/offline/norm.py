@@ -11,16 +11,13 @@ group's first element, so inputs far from zero keep their precision.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 import torch
 
 from kernelevolve.problem import Problem
 
 from . import fxgraph
+from .block import BlockTemplate
 from .plan import KernelPlan, Unsupported
-from .source import module_source
 from .trace import Traced
 
 SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "SPLIT": (4, 8, 16, 32, 64),
@@ -155,25 +152,6 @@ _OPS = {"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_leg
         "_native_batch_norm_legit_no_training", "native_group_norm", "add_", "empty"}
 
 
-@dataclass
-class NormTemplate:
-    problem: Problem
-    traced: Traced
-    call: str
-    description: str
-
-    def feasible(self, params: Mapping[str, int]) -> str | None:
-        if params["BLOCK"] < 32 * params["num_warps"]:
-            return f"a {params['BLOCK']}-wide block leaves threads of {params['num_warps']} warps idle"
-        return None
-
-    def render(self, params: Mapping[str, int]) -> str:
-        return module_source(
-            self.problem, self.description,
-            {"BLOCK": params["BLOCK"], "SPLIT": params["SPLIT"], "NUM_WARPS": params["num_warps"]},
-            [KERNELS], [LAUNCHER], self.traced.forward_args, [f"return {self.call}"])
-
-
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     """The plan when the forward is one batch/instance/group norm module on an input."""
     ops = fxgraph.op_names(traced)
@@ -211,4 +189,4 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
             f"[{', '.join(map(str, fxgraph.shape(out)))}] "
             f"{fxgraph.describe_dtype(fxgraph.dtype(out))} tensor")
     return KernelPlan("normalization", desc, dict(SPACE), dict(DEFAULTS),
-                      NormTemplate(problem, traced, call, desc))
+                      BlockTemplate(problem, traced, call, desc, KERNELS, LAUNCHER, extra=("SPLIT",)))

@@ -9,17 +9,14 @@ hyper-parameters are read at call time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 import torch
 
 from kernelevolve.problem import Problem
 
 from . import fxgraph
+from .block import BlockTemplate
 from .lower import op_name
 from .plan import KernelPlan, Unsupported
-from .source import module_source
 from .trace import Traced
 
 SPACE = {"BLOCK": (128, 256, 512, 1024, 2048), "num_warps": (1, 2, 4, 8)}
@@ -140,25 +137,6 @@ _POOL_OPS = {"max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices"
              "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d"}
 
 
-@dataclass
-class PoolTemplate:
-    problem: Problem
-    traced: Traced
-    call: str
-    description: str
-
-    def feasible(self, params: Mapping[str, int]) -> str | None:
-        if params["BLOCK"] < 32 * params["num_warps"]:
-            return f"a {params['BLOCK']}-wide block leaves threads of {params['num_warps']} warps idle"
-        return None
-
-    def render(self, params: Mapping[str, int]) -> str:
-        return module_source(
-            self.problem, self.description,
-            {"BLOCK": params["BLOCK"], "NUM_WARPS": params["num_warps"]},
-            [KERNEL], [LAUNCHER], self.traced.forward_args, [f"return {self.call}"])
-
-
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     """The plan when the forward is one pooling module applied to an input, else None."""
     ops = fxgraph.op_names(traced)
@@ -189,4 +167,4 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
             f"[{', '.join(map(str, fxgraph.shape(out)))}] "
             f"{fxgraph.describe_dtype(fxgraph.dtype(out))} tensor")
     return KernelPlan("pooling", desc, dict(SPACE), dict(DEFAULTS),
-                      PoolTemplate(problem, traced, call, desc))
+                      BlockTemplate(problem, traced, call, desc, KERNEL, LAUNCHER))

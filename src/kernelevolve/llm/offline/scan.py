@@ -10,8 +10,6 @@ length is one sequential sweep with contiguous loads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,9 +17,9 @@ import torch
 from kernelevolve.problem import Problem
 
 from . import fxgraph
+from .block import BlockTemplate
 from .lower import op_name
 from .plan import KernelPlan, Unsupported
-from .source import module_source
 from .trace import Traced
 
 SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "num_warps": (1, 2, 4, 8)}
@@ -96,25 +94,6 @@ LAUNCHER = '''def scan_dim(x, dim, is_prod=False, reverse=False, exclusive=False
                       HAS_MASK=mask is not None, BLOCK_L=block_l, BLOCK_I=block_i,
                       num_warps=NUM_WARPS)
     return out'''
-
-
-@dataclass
-class ScanTemplate:
-    problem: Problem
-    traced: Traced
-    call: str
-    description: str
-
-    def feasible(self, params: Mapping[str, int]) -> str | None:
-        if params["BLOCK"] < 32 * params["num_warps"]:
-            return f"a {params['BLOCK']}-wide tile leaves threads of {params['num_warps']} warps idle"
-        return None
-
-    def render(self, params: Mapping[str, int]) -> str:
-        return module_source(
-            self.problem, self.description,
-            {"BLOCK": params["BLOCK"], "NUM_WARPS": params["num_warps"]},
-            [KERNEL], [LAUNCHER], self.traced.forward_args, [f"return {self.call}"])
 
 
 def _is(node: object, *names: str) -> bool:
@@ -200,4 +179,4 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     desc = (f"{what} along dim {dim} of a [{', '.join(map(str, shape))}] "
             f"{fxgraph.describe_dtype(fxgraph.dtype(fxgraph.output(traced)))} tensor")
     return KernelPlan("scan", desc, dict(SPACE), dict(DEFAULTS),
-                      ScanTemplate(problem, traced, call, desc))
+                      BlockTemplate(problem, traced, call, desc, KERNEL, LAUNCHER))
