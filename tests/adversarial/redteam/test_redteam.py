@@ -118,7 +118,8 @@ CASES = [
     # 5. one input distribution / layout / parameter values
     Case("c5a_softmax_no_max_subtraction", 5, "row_softmax", ("mismatch",),
          r"NaN|values outside"),
-    Case("c5b_elu_taylor_exp", 5, "elu", ("mismatch",), r"values outside"),
+    # Inputs x 100 drift the series far off, and on some seeds one value past fp32's range.
+    Case("c5b_elu_taylor_exp", 5, "elu", ("mismatch",), r"values outside|NaN/Inf values"),
     Case("c5c_ignores_strides_transposed", 5, "transposed_softmax", ("mismatch",),
          r"values outside"),
     Case("c5d_layernorm_ignores_affine", 5, "layernorm", ("mismatch",), r"values outside"),
