@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from . import fxgraph
 from .ir import FLOAT_DTYPES, Lowered, Node, Operand, const, count, ew, reduce
 from .lower import (
     GEMMS,
@@ -258,17 +259,8 @@ def lower(traced: Traced, allowed_ops: list[str]) -> Lowered:
             f"fx trace found {len(gemms)} matmuls ({', '.join(sorted(gemms))})"
             + (" with a softmax between them (attention)" if softmax else "")
             + "; the matmul template fuses one matmul with an elementwise epilogue")
-    output = next(n for n in traced.graph.nodes if n.op == "output")
-    results = output.args[0]
-    if isinstance(results, list | tuple):
-        if len(results) != 1:
-            raise Unsupported(f"the forward returns {len(results)} outputs; the templates write "
-                              f"one tensor")
-        results = results[0]
-    if not isinstance(results, torch.fx.Node):
-        raise Unsupported("the forward returns no tensor computed from its inputs")
     lowerer = Lowerer(traced, allowed_ops)
-    out = lowerer.lower(results)
+    out = lowerer.lower(fxgraph.output(traced))
     if not isinstance(out, Node):
         raise Unsupported("the forward returns a tuple")
     if out.op == "load":

@@ -151,13 +151,12 @@ COMPARE_CHUNK = 1 << 24
 COMPARE_CHUNK_CUDA = 1 << 26
 
 
-def _chunks(flat: torch.Tensor) -> range:
-    step = COMPARE_CHUNK_CUDA if flat.is_cuda else COMPARE_CHUNK
-    return range(0, flat.numel(), step)
-
-
 def _step(flat: torch.Tensor) -> int:
     return COMPARE_CHUNK_CUDA if flat.is_cuda else COMPARE_CHUNK
+
+
+def _chunks(flat: torch.Tensor) -> range:
+    return range(0, flat.numel(), _step(flat))
 
 
 def _work_dtype(dtype: torch.dtype) -> torch.dtype:
