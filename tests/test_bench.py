@@ -93,6 +93,27 @@ def test_figures_on_a_timed_target() -> None:
     assert "(simulated)" in markdown(sim) and sim.speed_note.startswith("simulated")
 
 
+def test_roofline_fractions_and_the_first_failure_reach_the_table(tmp_path: Path) -> None:
+    from kernelevolve.bench import _first_failure, roofline_cell
+
+    at_roof = ProblemOutcome(problem="relu", path="relu.py", correct=True, speedup_vs_eager=1.0,
+                             eager_roofline=0.97, kernel_roofline=0.99, roofline_beyond_l2=True)
+    in_cache = ProblemOutcome(problem="tiny", path="tiny.py", correct=True,
+                              speedup_vs_eager=1.2, eager_roofline=0.31, kernel_roofline=0.4)
+    assert roofline_cell(at_roof) == "0.97 / 0.99"
+    assert roofline_cell(in_cache) == "~0.31 / 0.40"  # within 4x the L2: no real floor
+    report = summarize([at_roof, in_cache], problems_dir="p", target="cuda", timed=True,
+                       simulated=False, synthesizer="offline", rounds=2)
+    assert "| 0.97 / 0.99 |" in markdown(report)
+
+    (tmp_path / "trace.json").write_text(json.dumps([
+        {"kind": "evaluate", "text": "n0001: ok, 1.31x vs eager; memory-bound"},
+        {"kind": "evaluate", "text": "n0002: compile_error: CompilationError: at 12:13"}]))
+    assert _first_failure(tmp_path) == "; first failure: n0002: compile_error: " \
+                                       "CompilationError: at 12:13"
+    assert _first_failure(tmp_path / "missing") == ""
+
+
 def test_an_internal_error_on_one_problem_costs_that_problem_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A bug of ours that raises out of one problem's tune (once: the Coder's render) must not end

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,9 @@ def test_show_prints_code_prompt_reply_result_diagnosis_and_the_diff(run: RealRu
     assert "# Repair" in out and "Failed candidate (n0002)" in out  # the rendered prompt
     assert node.reply is not None and node.reply.splitlines()[0] in out  # the reply
     assert "verified (simulated time)" in out and "timing (simulated)" in out  # EvalResult
-    assert "memory-bound  (from mtia-sim)" in out
+    # the simulated chip's roofline: the fraction and the ceiling (issue #18)
+    assert re.search(r"memory-bound, \d+% of the roofline  \(from mtia-sim\)", out)
+    assert "ceiling: simulated MTIA 2i: on-chip SRAM bandwidth" in out
     assert "--- repair of n0002" in out and "+++ n0003" in out
     assert "-    y = tl.where(x > 0, x, x * negative_slop)" in out
     assert "+    y = tl.where(x > 0, x, x * negative_slope)" in out

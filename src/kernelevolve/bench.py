@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,12 @@ class ProblemOutcome(BaseModel):
     speedup_vs_eager: float | None = None
     speedup_vs_compiled: float | None = None
     latency_ms: float | None = None
+    eager_roofline: float | None = Field(
+        None, description="fraction of the memory roofline eager reaches (Timing.eager_roofline)")
+    kernel_roofline: float | None = Field(
+        None, description="the same fraction for the best kernel")
+    roofline_beyond_l2: bool = Field(
+        False, description="the traffic is at least 4x the L2: the roofline is a real floor")
     rounds: int = 0
     candidates: int = 0
     verified: int = 0
@@ -126,6 +133,21 @@ def synthesizers(outcomes: list[ProblemOutcome]) -> str:
     return ", ".join(names) or "none (no problem reached the synthesizer)"
 
 
+def _first_failure(run_dir: Path) -> str:
+    """``; first failure: n0001: crash: ...`` from the run's trace, or "" (no trace)."""
+    import json
+
+    try:
+        events = json.loads((run_dir / "trace.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    for ev in events:
+        text = str(ev.get("text", ""))
+        if ev.get("kind") == "evaluate" and not re.match(r"\S+: ok\b", text):
+            return f"; first failure: {text[:400]}"
+    return ""
+
+
 def bench_one(path: Path, *, target: str, settings: Settings,
               on_event: Callable[[Event], None] | None = None) -> ProblemOutcome:
     """Tune one problem; a problem that cannot be tuned is an outcome with the reason."""
@@ -148,12 +170,16 @@ def bench_one(path: Path, *, target: str, settings: Settings,
                               wall_s=time.monotonic() - start)
     timing = result.best_result.timing if result.best_result else None
     reason = "" if result.ok else (f"no verified kernel in {result.candidates} candidate(s): "
-                                   f"{result.stop_reason or 'unfinished'}")
+                                   f"{result.stop_reason or 'unfinished'}"
+                                   f"{_first_failure(Path(result.run_dir))}")
     return ProblemOutcome(
         problem=path.stem, path=str(path), correct=result.ok, reason=reason,
         run_id=result.run_id, run_dir=result.run_dir, best_node=result.best_node,
         speedup_vs_eager=result.best_speedup,
         speedup_vs_compiled=timing.speedup_vs_compiled if timing else None,
+        eager_roofline=timing.eager_roofline if timing else None,
+        kernel_roofline=timing.candidate_roofline if timing else None,
+        roofline_beyond_l2=bool(timing and timing.roofline_beyond_l2),
         latency_ms=result.best_latency_ms, rounds=result.rounds, candidates=result.candidates,
         verified=result.verified, stop_reason=result.stop_reason,
         wall_s=time.monotonic() - start, synthesizer=result.synthesizer)
@@ -187,6 +213,12 @@ def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: in
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
+        if out_dir is not None and i + 1 < len(files):  # a bench cut off keeps what finished
+            write_report(summarize(outcomes, problems_dir=str(problems_dir), target=tgt.name,
+                                   timed=tgt.timed, simulated=tgt.simulated,
+                                   synthesizer=synthesizers(outcomes),
+                                   rounds=settings.search.rounds,
+                                   wall_s=time.monotonic() - start), out_dir)
     report = summarize(outcomes, problems_dir=str(problems_dir), target=tgt.name,
                        timed=tgt.timed, simulated=tgt.simulated,
                        synthesizer=synthesizers(outcomes),
@@ -198,6 +230,14 @@ def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: in
 
 def _x(value: float | None, note: str) -> str:
     return f"{value:.2f}x" if value is not None else note
+
+
+def roofline_cell(o: ProblemOutcome) -> str:
+    """``0.93 / 0.95`` (eager / kernel), ``~`` in front where the traffic fits near the L2."""
+    if o.eager_roofline is None:
+        return "-"
+    kernel = f"{o.kernel_roofline:.2f}" if o.kernel_roofline is not None else "-"
+    return f"{'' if o.roofline_beyond_l2 else '~'}{o.eager_roofline:.2f} / {kernel}"
 
 
 def markdown(report: BenchReport) -> str:
@@ -220,15 +260,21 @@ def markdown(report: BenchReport) -> str:
         + (f" (over {report.n_speedup_vs_eager})" if report.timed else ""),
         f"- geometric-mean speedup vs torch.compile: {compiled}"
         + (f" (over {report.n_speedup_vs_compiled})" if report.n_speedup_vs_compiled else ""),
-        "", "| problem | correct | vs eager | vs torch.compile | rounds | candidates | run | why |",
-        "|---|---|---|---|---|---|---|---|",
+        "", "Roofline: the fraction of the memory roofline (every input read once and every "
+        "output written once at the device's measured copy bandwidth) that eager and the kernel "
+        "reach; `~` marks traffic within 4x the L2 cache, where it is no real floor; "
+        "compute-bound operators sit far below 1 by nature.", "",
+        "| problem | correct | vs eager | vs torch.compile | roofline eager / kernel | rounds "
+        "| candidates | run | why |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for o in report.problems:
         eager = _x(o.speedup_vs_eager, untimed if not report.timed else "-")
         comp = _x(o.speedup_vs_compiled, untimed if not report.timed else "-")
-        why = o.reason.replace("|", "/").replace("\n", " ")
+        why = (o.reason or (o.stop_reason or "")).replace("|", "/").replace("\n", " ")
         lines.append(f"| {o.problem} | {'yes' if o.correct else 'no'} | {eager} | {comp} | "
-                     f"{o.rounds} | {o.candidates} | {o.run_id or '-'} | {why} |")
+                     f"{roofline_cell(o)} | {o.rounds} | {o.candidates} | {o.run_id or '-'} "
+                     f"| {why} |")
     return "\n".join(lines) + "\n"
 
 
@@ -246,14 +292,16 @@ def render_report(report: BenchReport, console: Console) -> None:
     """The report in the terminal: the figures, then the per-problem table."""
     untimed = "not timed"
     sim = " (simulated)" if report.simulated and report.timed else ""
-    table = Table("problem", "correct", "vs eager" + sim, "vs torch.compile", "rounds",
+    table = Table("problem", "correct", "vs eager" + sim, "vs torch.compile",
+                  "roofline eager / kernel", "rounds",
                   "candidates", "run / why", title=f"bench: {report.problems_dir} on "
                   f"{report.target}", title_justify="left")
     for o in report.problems:
         table.add_row(
             escape(o.problem), "[green]yes[/green]" if o.correct else "[red]no[/red]",
             _x(o.speedup_vs_eager, "-" if report.timed else untimed),
-            _x(o.speedup_vs_compiled, "-" if report.timed else untimed), str(o.rounds),
+            _x(o.speedup_vs_compiled, "-" if report.timed else untimed), roofline_cell(o),
+            str(o.rounds),
             str(o.candidates), escape(o.run_id or "") if o.correct else escape(o.reason[:160]))
     console.print(table)
     fast = "  ".join(f"fast_{p} {v:.2f}" if v is not None else f"fast_{p} {untimed}"

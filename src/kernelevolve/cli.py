@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kernelevolve.errors import KernelEvolveError
@@ -275,11 +276,13 @@ def _finish(result: object, out: Path | None, json_out: bool) -> None:
 
 
 def _mount_subcommands() -> None:
+    from kernelevolve.aten.cli import app as aten_app
     from kernelevolve.kb.cli import app as kb_app
     from kernelevolve.llm.local_cli import app as llm_app
 
     app.add_typer(kb_app, name="kb")
     app.add_typer(llm_app, name="llm")
+    app.add_typer(aten_app, name="aten")
 
 
 _mount_subcommands()
@@ -399,23 +402,57 @@ def show(
 def export(
     runs: Annotated[list[str] | None, typer.Argument(
         help="run ids or run directories (none: every run)")] = None,
-    out: Annotated[Path, typer.Option("--out", help="the JSON file to write")] = Path(
-        "kernelevolve-runs.json"),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="json: the file to write (default kernelevolve-runs.json); trl, verl, "
+                      "jsonl: the directory (default kernelevolve-<format>)")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="json (runs, for `kernelevolve import`), or training data: trl, "
+                         "verl, jsonl (one record per synthesizer call)")] = "json",
+    target: Annotated[str | None, typer.Option(help="only runs on this target")] = None,
+    operator_class: Annotated[str | None, typer.Option(
+        "--operator-class", help="only runs of this operator class, e.g. softmax")] = None,
+    status: Annotated[list[str] | None, typer.Option(
+        "--status", help="training data: only calls whose candidate got this status, e.g. "
+                         "ok (repeatable)")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Write runs with their candidates and events to one JSON file (`kernelevolve import`)."""
+    """Write runs with their candidates and events to one JSON file (`kernelevolve import`),
+    or, with --format trl|verl|jsonl, their synthesizer calls as training data."""
+    from kernelevolve.errors import ConfigError
     from kernelevolve.store import locate_run, scan_runs
 
+    formats = ("json", "trl", "verl", "jsonl")
+    if fmt not in formats:
+        raise ConfigError(f"unknown --format {fmt!r}; one of: {', '.join(formats)}")
+    if status and fmt == "json":
+        raise ConfigError("--status filters training data (--format trl, verl or jsonl); "
+                          "a json export holds whole runs")
     settings, store = _open_store(config)
     with store:
         if runs:
-            ids: list[str] | None = [
-                locate_run(store, r, settings.runs.resolved_dir()).run_id for r in runs]
+            records = [locate_run(store, r, settings.runs.resolved_dir()) for r in runs]
         else:
             scan_runs(store, settings.runs.resolved_dir())
-            ids = None
-        n = store.export_runs(out, ids)
-    console.print(f"exported {n} run(s) to {out}", highlight=False)
+            records = store.runs()
+        ids = [r.run_id for r in records
+               if (target is None or r.target == target)
+               and (operator_class is None or r.operator_class == operator_class)]
+        if fmt == "json":
+            path = out or Path("kernelevolve-runs.json")
+            n = store.export_runs(path, ids if runs or target or operator_class else None)
+            console.print(f"exported {n} run(s) to {path}", highlight=False)
+            return
+        from kernelevolve.rl.export import ExportFilter, collect, write
+        from kernelevolve.rl.redact import Redactor
+
+        where = ExportFilter(target=target, operator_class=operator_class, statuses=status)
+        trajectories = collect(store, ids, where)
+    key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
+    directory = out or Path(f"kernelevolve-{fmt}")
+    counts = write(trajectories, directory, fmt, Redactor.from_environment([key]), where)
+    files = ", ".join(f"{name} {n}" for name, n in counts.items())
+    console.print(f"exported {len(trajectories)} record(s) of {len(ids)} run(s) to "
+                  f"{directory} ({files})", highlight=False)
 
 
 @app.command("import")
@@ -512,7 +549,9 @@ def main() -> None:
     except KernelEvolveError as exc:
         if _state["debug"]:
             raise
-        err_console.print(f"[bold red]{type(exc).__name__}[/bold red]: {exc}", highlight=False)
+        # escaped: a message naming `pip install 'kernelevolve[aten]'` must keep its brackets
+        err_console.print(f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}",
+                          highlight=False)
         sys.exit(1)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -210,6 +210,10 @@ class SearchConfig(_Section):
         "same problem on the same target (from the run store); 0: start cold"
     )
     distill: bool = Field(True, description="distil skills from improvements (Librarian)")
+    nothing_to_gain: float = Field(
+        0.9, ge=0, le=1.0,
+        description="stop at the first timed result when eager already reaches this fraction "
+        "of the measured memory roofline (traffic at least 4x the L2); 0: never stop for it")
 
 
 class RunsConfig(_Section):

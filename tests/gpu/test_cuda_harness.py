@@ -139,6 +139,11 @@ def test_honest_kernel_passes_the_judges_timing_bounds():
     names = [c["name"] for c in reply["checks"]]
     assert "reported timing within the judge's wall clock" in names
     assert "reported timing above the memory floor" in names
+    timing = reply["timing"]
+    # ReLU on 2 GiB in and out: eager streams at the copy bandwidth, and so does the kernel
+    assert timing["roofline_beyond_l2"] and timing["traffic_bytes"] >= 2 << 30
+    assert 0.8 <= timing["eager_roofline"] <= 1.3, timing
+    assert 0.8 <= timing["candidate_roofline"] <= 1.3, timing
 
 
 def test_references_are_timed_once_per_run_and_again_when_asked(pool):
@@ -184,3 +189,19 @@ def test_a_run_reports_its_best_kernel_beside_fresh_references(tmp_path):
             best = session.values()["tree"].nodes[result.best_node]
         searched = EvalResult.model_validate_json(best.result_json).timing
         assert searched is not None and not searched.references_reused
+
+
+def test_a_run_on_an_operator_eager_runs_at_the_roofline_stops_at_once(tmp_path):
+    """ReLU on 4 GiB of traffic: eager already streams at copy speed, so the run says there is
+    nothing to gain after its first timed kernel instead of spending its rounds."""
+    from kernelevolve.config import load_settings
+    from kernelevolve.graph.session import tune
+
+    settings = load_settings(
+        search={"retrieve": False, "distill": False, "rounds": 6, "warm_start": 0},
+        eval={"n_input_sets": 1, "min_trials": 20, "min_time_s": 0.2},
+        runs={"dir": str(tmp_path / "runs")})
+    result = tune(LARGE_RELU, target="cuda", llm="offline", settings=settings)
+    assert result.ok, result
+    assert result.stop_reason and result.stop_reason.startswith("nothing to gain"), result
+    assert result.candidates == 1

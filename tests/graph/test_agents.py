@@ -78,3 +78,18 @@ def test_a_repair_prompt_does_not_inherit_the_coders_re_asks():
                                      source="code")}
     assert prompt_state(state).attempt == 2
     assert prompt_state(state, repair=True).attempt == 0
+
+
+def test_a_gpu_diagnosis_names_its_ceiling_and_the_time_at_it():
+    """The evaluation of a copy captured on an H200 (ncu, Proton, the measured roofline)."""
+    from pathlib import Path
+
+    from kernelevolve.agents.profiler_analyst import diagnose
+    from kernelevolve.tools.harness.result import EvalResult
+
+    path = Path(__file__).resolve().parents[1] / "data/profiles/h200/harness/eval_result.json"
+    d = diagnose(EvalResult.model_validate_json(path.read_text()))
+    assert d is not None and d.kind == "memory-bound" and d.roofline_fraction is not None
+    assert d.ceiling.startswith("measured memory bandwidth 4151 GB/s for the 1050 MB")
+    # the forward's bytes at that bandwidth: 1050 MB / 4151 GB/s
+    assert d.ceiling_ms is not None and abs(d.ceiling_ms - 1050.0 / 4151.0) < 0.01

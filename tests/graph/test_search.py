@@ -105,3 +105,17 @@ def test_stop_rules():
     assert "stalled" in stop_reason(tree, 2, cfg, 2.0, 0.0, 0)
     add(tree, "a", ROOT, speedup=2.5)
     assert "goal reached" in stop_reason(tree, 1, cfg, 2.0, 0.0, 0)
+
+
+def test_nothing_to_gain_stops_where_eager_is_at_the_memory_roofline():
+    cfg = SearchConfig(rounds=12)
+    tree = SearchTree.new(timed=True)
+    node = add(tree, "a", ROOT, speedup=1.01)
+    assert stop_reason(tree, 1, cfg, 2.0, 0.0, 0) is None  # no roofline figure: go on
+    node.eager_roofline = 0.85
+    assert stop_reason(tree, 1, cfg, 2.0, 0.0, 0) is None  # headroom left
+    node.eager_roofline = 0.93
+    reason = stop_reason(tree, 1, cfg, 2.0, 0.0, 0)
+    assert reason is not None and reason.startswith("nothing to gain")
+    assert "93%" in reason and "1.01x" in reason
+    assert stop_reason(tree, 1, SearchConfig(rounds=12, nothing_to_gain=0), 2.0, 0.0, 0) is None

@@ -100,10 +100,14 @@ def test_token_usage_fallbacks(make_ps, caplog):
     s, _ = synth(reply_text("good_block256"), usage="token_usage")
     draft = s.write(make_ps("fresh"))
     assert draft.prompt_tokens > 0 and draft.completion_tokens == len(draft.reply or "") // 4
+    assert not draft.tokens_estimated
     s, _ = synth(reply_text("good_block256"), reply_text("good_block256"), usage="none")
     with caplog.at_level(logging.WARNING, logger="kernelevolve.llm.chat"):
         drafts = [s.write(make_ps("fresh")), s.write(make_ps("fresh"))]
-    assert all(d.prompt_tokens == 0 and d.completion_tokens == 0 for d in drafts)
+    # no usage reported: estimated at four characters per token, and flagged as estimates
+    for d in drafts:
+        assert d.tokens_estimated and d.completion_tokens == len(d.reply or "") // 4
+        assert d.prompt_tokens == (len(d.system or "") // 4) + (len(d.prompt or "") // 4)
     assert s.unreported_usage == 2
     assert sum("reports no token usage" in r.message for r in caplog.records) == 1
 

@@ -20,6 +20,8 @@ EXPECTED = {
     # a misspelt name in the kernel: a CompilationError on a GPU, a NameError in the interpreter
     "compile_error": {"compile_error", "runtime_error"},
     "cheat_torch": {"cheat"},
+    # outputs memoized across calls (a global): refused by the static check
+    "cheat_cache": {"cheat"},
     "wrong_math": {"mismatch"},
 }
 

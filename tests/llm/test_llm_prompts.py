@@ -134,12 +134,16 @@ def test_inherit_shows_parent_code_and_trajectory(make_ps, diagnosis):
     assert_clean(text)
 
 
-def test_compare_shows_siblings_with_results_and_code(make_ps):
+def test_compare_shows_siblings_with_results_and_their_diffs(make_ps):
     text = coder_prompt(make_ps("compare"))
     assert "## Parent: n0002" in text
     assert "### n0004: BLOCK_SIZE 1024, 4 warps -> ok, 1.40x vs eager" in text
     assert "### n0005: two elements per thread -> mismatch: max abs error 0.34" in text
-    assert "BLOCK_SIZE = 1024" in text and "BLOCK_SIZE = 128" in text  # siblings' code
+    # each sibling as its unified diff against the parent, not its whole code
+    assert text.count("```diff\n--- n0002\n") == 2
+    assert "+    BLOCK_SIZE = 1024" in text
+    assert "-        BLOCK_SIZE = 256\n+        BLOCK_SIZE = 128" in text
+    assert text.count("```python\n") == 2  # the reference and the parent
     assert "How it got here" not in text
     assert_clean(text)
 
@@ -231,3 +235,45 @@ def test_debugger_needs_the_failed_source(make_ps, failed):
         debugger_prompt(make_ps("fresh"))
     with pytest.raises(ValueError, match="last_error"):
         debugger_prompt(make_ps("fresh", last_error=failed.model_copy(update={"source": None})))
+
+
+def test_optimization_prompt_carries_the_evidence_and_asks_for_one_change(make_ps, task,
+                                                                          diagnosis):
+    from kernelevolve.graph.state import Direction, Step
+
+    timed = task.model_copy(update={"timed": True, "goal": 2.0, "target": "mtia-sim:2i",
+                                    "simulated": True})
+    diag = diagnosis.model_copy(update={
+        "ceiling": "simulated MTIA 2i: on-chip SRAM bandwidth 2.7 TB/s for the 134 MB it moves",
+        "ceiling_ms": 0.0507})
+    skill = Knowledge(title="Skill: wider blocks on mtia-sim", tier="skills",
+                      text="BLOCK_SIZE 256 -> 1024 gave 2.6x on a memory-bound chain.")
+    tried = [Step(node_id="n0003", operator="inherit", intent="", status="ok", speedup=1.1,
+                  latency_ms=0.45, direction="wider contiguous loads",
+                  summary="--- n0002\n+++ n0003\n@@ -1 +1 @@\n-a\n+b"),
+             Step(node_id="n0004", operator="inherit", intent="", status="pending",
+                  direction="persistent kernel")]
+    ps = make_ps("inherit", task=timed, diagnosis=diag, knowledge=[*make_ps().knowledge, skill],
+                 tried=tried, direction=Direction(name="fewer bytes moved", how="fuse passes"))
+    text = coder_prompt(ps)
+    assert sections(text) == [
+        "Task", "Reference program", "Rules", "Knowledge", "Memory-bound playbook",
+        "Lessons from earlier runs (retrieved for a memory-bound kernel)",
+        "Skill: wider blocks on mtia-sim", "Starting point: n0002 (ok, 1.21x vs eager, 0.412 ms)",
+        "How it got here (oldest first)", "Siblings already tried from n0002", "Diagnosis",
+        "This round"]
+    assert "finds n0002 memory-bound, at 42% of its roofline bound." in text
+    assert ("Ceiling: simulated MTIA 2i: on-chip SRAM bandwidth 2.7 TB/s for the 134 MB it "
+            "moves: 0.0507 ms, where n0002 takes 0.412 ms.") in text
+    assert "Eager PyTorch takes 0.4985 ms (simulated)." in text  # 0.412 ms x 1.21
+    assert "- n0003 [wider contiguous loads]: ok, 1.10x vs eager, 0.45 ms\n```diff\n--- n0002" \
+        in text
+    assert "- n0004 [persistent kernel]: being written at the same time" in text
+    assert "Direction for this candidate, fewer bytes moved: fuse passes." in text
+    assert "Make ONE concrete change to n0002 along this direction" in text
+    assert "Improve this kernel" not in text
+    assert_clean(text)
+    again = coder_prompt(ps.model_copy(update={"attempt": 2, "retry": "the reply's kernel is "
+                                               "n0002's up to renaming (an AST-level no-op)"}))
+    assert "Your previous reply was not used: the reply's kernel is n0002's" in again
+    assert "This is re-ask 2" in again

@@ -199,3 +199,61 @@ def ragged_sum(x: torch.Tensor, programs: int, div: int, mod: int, block: int = 
     out = torch.empty(programs * block, dtype=torch.float32)
     ragged_sum_kernel[(programs,)](x, out, div, mod, BLOCK=block)
     return out
+
+
+@triton.jit
+def persistent_softmax_kernel(
+    # pointers
+    x_ptr, out_ptr,
+    # sizes and strides
+    n_rows, n_cols, stride_row,
+    # meta
+    BLOCK: tl.constexpr, PROGRAMS: tl.constexpr,
+):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    for row in range(tl.program_id(0), n_rows, PROGRAMS):
+        x = tl.load(x_ptr + row * stride_row + offs, mask=mask, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * stride_row + offs, e / tl.sum(e, axis=0), mask=mask)
+
+
+def persistent_softmax(x: torch.Tensor, programs: int = 64) -> torch.Tensor:
+    rows, cols = x.shape
+    out = torch.empty_like(x)
+    persistent_softmax_kernel[(programs,)](x, out, rows, cols, x.stride(0),
+                                           BLOCK=triton.next_power_of_2(cols), PROGRAMS=programs)
+    return out
+
+
+@triton.jit
+def online_softmax_kernel(
+    # pointers
+    x_ptr, out_ptr,
+    # sizes and strides
+    n_cols, stride_row,
+    # meta
+    BLOCK: tl.constexpr,
+):
+    # Rows wider than a tile: max and sum of exp in one online pass, then the output pass.
+    row_ptr = x_ptr + tl.program_id(0).to(tl.int64) * stride_row
+    out_row = out_ptr + tl.program_id(0).to(tl.int64) * stride_row
+    offs = tl.arange(0, BLOCK)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, n_cols, BLOCK):
+        x = tl.load(row_ptr + start + offs, mask=start + offs < n_cols, other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        x = tl.load(row_ptr + start + offs, mask=mask, other=-float("inf"))
+        tl.store(out_row + start + offs, tl.exp(x - m) / s, mask=mask)
+
+
+def online_softmax(x: torch.Tensor, block: int = 4096) -> torch.Tensor:
+    rows, cols = x.shape
+    out = torch.empty_like(x)
+    online_softmax_kernel[(rows,)](x, out, cols, x.stride(0), BLOCK=block)
+    return out

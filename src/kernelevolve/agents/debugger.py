@@ -1,7 +1,8 @@
 """Debugger: repairs a failed candidate from its status, message and stderr, with the debugging
 knowledge retrieved for that error; bounded by ``search.max_repairs`` per lineage. A reply
-without code, or one that returns the failed candidate unchanged, is recorded as a node that
-produced nothing (not evaluated), and the Planner moves on."""
+without code, or one that returns the failed candidate unchanged (up to renaming, formatting and
+comments), is recorded as a node that produced nothing (not evaluated), and the Planner moves
+on."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from kernelevolve.agents.coder import record_no_code, spend
 from kernelevolve.agents.librarian import lookup
+from kernelevolve.graph.compare import same_kernel
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.search import SearchTree
 from kernelevolve.graph.state import (
@@ -35,10 +37,12 @@ def ask_repair(deps: Deps, ps: PromptState, error: ErrorInfo) -> Draft:
     draft = deps.synthesizer.repair(ps).model_copy(update={
         "origin": "debugger", "repair_of": error.node_id, "attempt": 0})
     if draft.source is not None and error.source is not None \
-            and draft.source.strip() == error.source.strip():
+            and same_kernel(draft.source, error.source):
         # Evaluating it again would only fail again (small models often echo the input).
         draft = draft.model_copy(update={
-            "source": None, "problem": "the reply returned the failed candidate unchanged"})
+            "source": None, "noop_of": error.node_id,
+            "problem": "the reply returned the failed candidate unchanged (up to renaming, "
+                       "formatting and comments)"})
     return draft
 
 

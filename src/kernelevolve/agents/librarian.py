@@ -1,18 +1,72 @@
-"""Librarian: retrieves knowledge for the round from the situation (target, operator class,
-diagnosis, last error, intent), and distils a skill after a child beat its parent."""
+"""Librarian: retrieves knowledge for the round from the situation (target, operator class, the
+reference's ops, diagnosis, last error, intent), and distils a skill after a child beat its
+parent."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from kernelevolve.errors import ProblemError
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.search import ROOT, DiagnosisInfo, Node, SearchTree
 from kernelevolve.graph.state import ErrorInfo, Event, EventKind, Knowledge, RunState, Usage
 from kernelevolve.kb import Improvement, Situation, kb_target
+from kernelevolve.problem import Problem
+
+# Calls in a reference's source, for when it cannot be traced: torch.softmax, F.gelu, nn.Linear.
+_SOURCE_CALL = re.compile(r"\b(?:torch\.nn\.functional|torch\.nn|torch|nn|F)\.([A-Za-z_]\w*)\s*\(")
+_NOT_OPS = {"module", "parameter", "randn", "rand", "randint", "empty", "zeros", "ones", "tensor",
+            "arange", "manual_seed", "no_grad", "device", "sequential", "modulelist", "identity",
+            "full", "linspace", "randn_like", "rand_like", "zeros_like", "ones_like", "empty_like"}
 
 
 def _target_tag(deps: Deps) -> str:
     return kb_target(deps.target.name, deps.device_name)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+# Problem digest -> its ops; a run asks for the same problem every round.
+_OPS: dict[str, tuple[str, ...]] = {}
+
+
+def reference_ops(problem: Problem) -> tuple[str, ...]:
+    """The aten ops the reference runs, in graph order (``('convolution', 'native_group_norm',
+    'mean')``), from the same ``make_fx`` trace the offline synthesizer reads; a reference that
+    does not trace gives the torch calls its source names instead. Cached per source."""
+    from kernelevolve.llm.offline import Unsupported
+    from kernelevolve.llm.offline.fxgraph import calls, op_name
+    from kernelevolve.llm.offline.trace import trace
+
+    key = problem.digest
+    if key not in _OPS:
+        try:
+            ops = tuple(dict.fromkeys(op_name(n) for n in calls(trace(problem))))
+        except (Unsupported, ProblemError):
+            # Untraceable (data-dependent control flow, a module that rejects the tracer's
+            # marker values): the calls the source spells out name the same operators.
+            names = (_snake(m.group(1)) for m in _SOURCE_CALL.finditer(problem.source))
+            ops = tuple(dict.fromkeys(n for n in names if n not in _NOT_OPS))
+        _OPS[key] = ops
+    return _OPS[key]
+
+
+def situation(target: str, task_class: str | None, ops: tuple[str, ...],
+              diagnosis: DiagnosisInfo | None, error: ErrorInfo | None,
+              intent: str | None) -> Situation:
+    """The retrieval situation for a round, from what the state knows. ``target`` is the
+    knowledge-base tag (``kb_target``). A reply without code (``no_code``) is no error the
+    knowledge base explains."""
+    failed = error is not None and error.status != "no_code"
+    return Situation(
+        target=target, operator_class=task_class, ops=ops,
+        diagnosis=diagnosis.kind if diagnosis is not None else None,
+        error_status=error.status if failed and error is not None else None,
+        error_message=error.message[:4000] if failed and error is not None else None,
+        intent=intent)
 
 
 def lookup(deps: Deps, task_class: str | None, diagnosis: DiagnosisInfo | None,
@@ -21,14 +75,11 @@ def lookup(deps: Deps, task_class: str | None, diagnosis: DiagnosisInfo | None,
     if deps.kb is None or not deps.settings.search.retrieve \
             or not deps.synthesizer.reads_knowledge:
         return []
-    situation = Situation(
-        target=_target_tag(deps), operator_class=task_class,
-        diagnosis=diagnosis.kind if diagnosis is not None else None,
-        error_status=error.status if error is not None and error.status != "no_code" else None,
-        error_message=(error.message[:500] if error is not None else None), intent=intent)
+    found = situation(_target_tag(deps), task_class, reference_ops(deps.problem), diagnosis,
+                      error, intent)
     return [Knowledge(title=h.title + (f" / {h.section}" if h.section else ""), tier=h.tier,
                       text=h.text, reason=h.reason, doc_id=h.doc_id)
-            for h in deps.kb.retrieve(situation)]
+            for h in deps.kb.retrieve(found)]
 
 
 def retrieve(state: RunState, deps: Deps) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from kernelevolve.agents import directions
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.search import (
     ROOT,
@@ -23,12 +24,14 @@ from kernelevolve.graph.search import (
     stop_reason,
 )
 from kernelevolve.graph.state import (
+    Direction,
     Draft,
     Event,
     EventKind,
     Expansion,
     RunState,
     Slot,
+    Task,
     Usage,
     prompt_state,
 )
@@ -97,6 +100,29 @@ def intent_for(op: MemoryOperator, parent: Node, partner: Node | None,
     return f"combine {parent.id} with {partner.id}: keep each one's strengths; {why}"
 
 
+def direction_for(task: Task, tree: SearchTree, parent: Node, op: MemoryOperator,
+                  also_taken: list[str]) -> Direction:
+    """The design direction of a new expansion of ``parent``: the first of its family's list
+    (a design for a fresh kernel, a change for the parent's diagnosis) that no child of the
+    parent (any epoch: a restart asks for a design not tried before) and no earlier pick of
+    this batch (``also_taken``) has taken."""
+    family = directions.family_of(task.operator_class, task.problem_name,
+                                  task.reference_source)
+    if op == "fresh":
+        options = directions.design_options(family)
+    else:
+        options = directions.change_options(
+            family, parent.diagnosis.kind if parent.diagnosis is not None else None)
+    taken = [k.direction for k in tree.children(parent.id)
+             if k.direction and k.origin != "debugger"]
+    return directions.pick(options, [*taken, *also_taken])
+
+
+def plan_text(intent: str, direction: Direction) -> str:
+    """A plan line's intent with the direction it was given."""
+    return f"{intent} (direction: {direction.name})"
+
+
 def plan(state: RunState, deps: Deps) -> dict[str, Any]:
     cfg = deps.settings.search
     round_ = state["round"]
@@ -148,11 +174,13 @@ def plan(state: RunState, deps: Deps) -> dict[str, Any]:
     op, partner_id = choose_operator(tree, parent, rng)
     partner = tree.nodes[partner_id] if partner_id else None
     diagnosis = parent.diagnosis
+    direction = direction_for(state["task"], tree, parent, op, [])
     intent = intent_for(op, parent, partner, diagnosis, restart)
     exp = Expansion(parent_id=parent.id, operator=op, intent=intent, partner_id=partner_id,
-                    restart=restart)
-    events.append(deps.event(EventKind.plan, round_ + 1, f"{op} from {parent.id}: {intent}",
-                             usage, node_id=parent.id))
+                    restart=restart, direction=direction)
+    events.append(deps.event(EventKind.plan, round_ + 1,
+                             f"{op} from {parent.id}: {plan_text(intent, direction)}", usage,
+                             node_id=parent.id))
     return {
         "round": round_ + 1, "expansion": exp, "tree": tree, "draft": None, "last_error": None,
         "diagnosis": diagnosis, "knowledge": [] if restart else state.get("knowledge", []),
@@ -160,21 +188,12 @@ def plan(state: RunState, deps: Deps) -> dict[str, Any]:
     }
 
 
-# What the second, third... candidate of a batch from the same node with the same memory
-# operator varies first, so the concurrent calls do not all write the same kernel.
-VARIANTS = (
-    "the tile and block sizes and the launch grid",
-    "num_warps and num_stages",
-    "the memory access pattern: wider contiguous loads, fewer passes over the data",
-    "the kernel's structure: what it fuses, the loop order, a persistent kernel",
-)
-
-
 def plan_batch(state: RunState, deps: Deps, tree: SearchTree, seeds: list[Draft], usage: Usage,
                events: list[Event], notes: list[str]) -> dict[str, Any]:
     """A round of ``search.batch`` candidates: that many warm-start seeds, or expansions spread
     over the tree by ``select_batch``; each becomes a Slot with its node id and prompt state,
-    fanned out to its own branch by the graph (build.py)."""
+    fanned out to its own branch by the graph (build.py). Picks of one node get different
+    design directions, and each one's prompt names the others it is drafted beside."""
     cfg = deps.settings.search
     done = state["round"]  # rounds so far; this one is done + 1
     round_ = done + 1
@@ -201,24 +220,28 @@ def plan_batch(state: RunState, deps: Deps, tree: SearchTree, seeds: list[Draft]
     picks = select_batch(tree, cfg, deps.rng(done, "plan"), cfg.batch, restart=restart)
     # The prompt states see this call's guidance (the user_notes channel gets it after it).
     all_notes = [*state.get("user_notes", []), *notes]
-    seen: dict[tuple[str, str], int] = {}
+    planned: list[tuple[str, Expansion]] = []
     for node_id, (parent, op, partner_id) in zip(ids, picks, strict=True):
         partner = tree.nodes[partner_id] if partner_id else None
+        also = [e.direction.name for _, e in planned
+                if e.parent_id == parent.id and e.direction is not None]
+        direction = direction_for(state["task"], tree, parent, op, also)
         intent = intent_for(op, parent, partner, parent.diagnosis, restart)
-        repeat = seen[parent.id, op] = seen.get((parent.id, op), -1) + 1
-        if repeat:
-            intent += (f"; variant {repeat + 1} of this round from {parent.id}: vary "
-                       f"{VARIANTS[(repeat - 1) % len(VARIANTS)]} first")
-        exp = Expansion(parent_id=parent.id, operator=op, intent=intent, partner_id=partner_id,
-                        restart=restart)
+        planned.append((node_id, Expansion(parent_id=parent.id, operator=op, intent=intent,
+                                           partner_id=partner_id, restart=restart,
+                                           direction=direction)))
+        events.append(deps.event(EventKind.plan, round_,
+                                 f"{node_id} <- {op} from {parent.id}: "
+                                 f"{plan_text(intent, direction)}", usage,
+                                 node_id=parent.id))
+    for node_id, exp in planned:
+        # each prompt names the batch's other picks of its parent: drafted at the same time
+        others = [(i, e) for i, e in planned if i != node_id]
         ps = prompt_state({**state, "tree": tree, "expansion": exp, "draft": None,
-                           "knowledge": [], "diagnosis": parent.diagnosis,
-                           "user_notes": all_notes})
+                           "knowledge": [], "diagnosis": tree.nodes[exp.parent_id].diagnosis,
+                           "user_notes": all_notes}, pending=others)
         slots.append(Slot(node_id=node_id, round=round_, expansion=exp, prompt=ps,
                           wall_s=usage.wall_s))
-        events.append(deps.event(EventKind.plan, round_,
-                                 f"{node_id} <- {op} from {parent.id}: {intent}", usage,
-                                 node_id=parent.id))
     return {"round": round_, "expansion": None, "tree": tree, "draft": None, "batch": slots,
             "last_error": None, "diagnosis": None, "usage": usage, "events": events,
             "user_notes": notes}

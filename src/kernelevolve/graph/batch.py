@@ -70,7 +70,7 @@ def candidate(slot: Slot, deps: Deps) -> dict[str, Any]:
     if draft.source is None:
         node = coder.no_code_node(slot.node_id, exp.parent_id, slot.round, exp, draft,
                                   deps.stamp(slot.wall_s).wall_s)
-        event(EventKind.no_code, coder.gave_up_text(draft), node.id)
+        event(coder.unused_kind(draft), coder.gave_up_text(draft), node.id)
         return {"outcomes": [Outcome(node=node, events=events, usage=spent,
                                      knowledge=knowledge)]}
     result = profiler_analyst.measure(deps, draft.source)
@@ -102,14 +102,17 @@ def _write(slot: Slot, deps: Deps, event: Callable[..., None]) -> tuple[Draft, U
     ps = ps.model_copy(update={"knowledge": knowledge})
     spent = Usage()
     retries = deps.settings.search.max_reply_retries
+    earlier: Draft | None = None
     for attempt in range(retries + 1):
-        draft = _synthesize(deps, coder.ask, deps, ps, attempt)
+        retry = earlier.problem if earlier is not None else ""
+        draft = _synthesize(deps, coder.ask, deps, ps, attempt, retry).after(earlier)
+        earlier = draft
         spent = coder.spend(spent, draft)
         if draft.source is not None:
             event(EventKind.draft, coder.drafted_text(deps, draft))
             break
         if attempt < retries:
-            event(EventKind.no_code, coder.re_ask_text(draft))
+            event(coder.unused_kind(draft), coder.re_ask_text(draft))
     return draft, spent, knowledge
 
 

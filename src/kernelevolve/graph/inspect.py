@@ -12,7 +12,7 @@ from rich.syntax import Syntax
 from rich.table import Column, Table
 from rich.tree import Tree
 
-from kernelevolve.graph.search import ROOT
+from kernelevolve.graph.search import ROOT, Call
 from kernelevolve.graph.state import Event, EventKind
 from kernelevolve.store.models import CandidateRecord, EventRecord, RunRecord
 
@@ -131,9 +131,42 @@ def _section(console: Console, title: str) -> None:
     console.print(Rule(f"[bold]{title}[/bold]", align="left"))
 
 
+def calls_of(cand: CandidateRecord) -> list[Call]:
+    """Every synthesizer call behind a candidate, in order: the replies re-asked (no usable
+    code, or a no-op), then the one whose reply it is (none for the offline synthesizer)."""
+    calls = list(cand.reasks)
+    if cand.prompt is not None or cand.reply is not None:
+        calls.append(Call(system=cand.system, prompt=cand.prompt, reply=cand.reply,
+                          model=cand.model, prompt_tokens=cand.prompt_tokens,
+                          completion_tokens=cand.completion_tokens,
+                          problem="" if cand.code is not None else cand.message))
+    return calls
+
+
+def tokens_text(call: Call, total: int | None = None) -> str:
+    """``812 prompt + 345 completion tokens`` (``~`` in front of an estimate); a call recorded
+    before the counts were kept apart shows its ``total``."""
+    if not call.prompt_tokens and not call.completion_tokens:
+        return f"{total} tokens" if total else "no token counts"
+    mark = "~" if call.tokens_estimated else ""
+    return (f"{mark}{call.prompt_tokens} prompt + {mark}{call.completion_tokens} completion "
+            f"tokens" + (" (estimated)" if call.tokens_estimated else ""))
+
+
+def run_tokens_text(candidates: list[CandidateRecord]) -> str:
+    """The run's synthesizer calls and tokens, summed over its candidates."""
+    calls = [c for cand in candidates for c in calls_of(cand)]
+    prompt = sum(c.prompt_tokens for c in calls)
+    completion = sum(c.completion_tokens for c in calls)
+    estimated = sum(c.tokens_estimated for c in calls)
+    text = f"{len(calls)} call(s), {prompt} prompt + {completion} completion tokens"
+    return text + (f" ({estimated} call(s) estimated)" if estimated else "")
+
+
 def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[CandidateRecord],
                      console: Console) -> None:
-    """One candidate: summary, code, prompt, reply, evaluation, diagnosis and the diff."""
+    """One candidate: summary, code, every synthesizer call behind it (system message, prompt,
+    reply, token counts), evaluation, diagnosis and the diff; and the run's token totals."""
     from kernelevolve.tools.harness.render import render_result
     from kernelevolve.tools.harness.result import EvalResult
 
@@ -148,7 +181,9 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
               if cand.latency_ms is not None else None),
              ("params", ", ".join(f"{k}={v}" for k, v in (cand.params or {}).items()) or None),
              ("model / tokens", f"{cand.model} / {cand.tokens}" if cand.model else None),
-             ("message", cand.message if not cand.ok else None)]
+             ("message", cand.message if not cand.ok else None),
+             ("run's calls", run_tokens_text(candidates)
+              if any(calls_of(c) for c in candidates) else None)]
     table = Table(show_header=False, box=None)
     for k, v in facts:
         if v:
@@ -160,12 +195,23 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
         console.print("[dim](no code: the synthesizer gave none)[/dim]")
     else:
         console.print(Syntax(cand.code, "python", line_numbers=True, word_wrap=True))
-    _section(console, "prompt")
-    console.print(cand.prompt if cand.prompt else "(none: the offline synthesizer uses no prompt)",
-                  markup=False, highlight=False, soft_wrap=True)
-    _section(console, "reply")
-    console.print(cand.reply if cand.reply else "(none)", markup=False, highlight=False,
-                  soft_wrap=True)
+    calls = calls_of(cand)
+    if not calls:
+        _section(console, "prompt")
+        console.print("(none: the offline synthesizer uses no prompt)", highlight=False)
+    for i, call in enumerate(calls, 1):
+        of = f" (call {i} of {len(calls)})" if len(calls) > 1 else ""
+        why = f"; not used: {call.problem}" if call.problem else ""
+        console.print(f"[bold]call {i}[/bold] of {len(calls)}: {escape(call.model or '?')}, "
+                      f"{escape(tokens_text(call, cand.tokens if len(calls) == 1 else None))}"
+                      f"{escape(why)}", highlight=False)
+        if call.system:
+            _section(console, f"system message{of}")
+            console.print(call.system, markup=False, highlight=False, soft_wrap=True)
+        _section(console, f"prompt{of}")
+        console.print(call.prompt or "(none)", markup=False, highlight=False, soft_wrap=True)
+        _section(console, f"reply{of}")
+        console.print(call.reply or "(none)", markup=False, highlight=False, soft_wrap=True)
 
     _section(console, "evaluation")
     result = EvalResult.model_validate_json(cand.result_json) if cand.result_json else None
@@ -180,6 +226,9 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
         d = cand.diagnosis
         frac = f", {d.roofline_fraction:.0%} of the roofline" if d.roofline_fraction else ""
         console.print(f"[bold]{d.kind}[/bold]{frac}  [dim](from {escape(d.source or '?')})[/dim]")
+        if d.ceiling:
+            floor = f": {d.ceiling_ms:.4g} ms" if d.ceiling_ms is not None else ""
+            console.print(f"  ceiling: {d.ceiling}{floor}", markup=False, highlight=False)
         for line in d.evidence:
             console.print(f"  - {line}", markup=False, highlight=False)
     reports = result.profile if result is not None and result.profile else []

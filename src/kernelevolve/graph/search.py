@@ -22,6 +22,24 @@ ROOT = "root"
 ROOT_STATUS, NO_CODE = "root", "no_code"
 
 
+class Call(BaseModel):
+    """One synthesizer call whose reply held no usable code (or only renamed and reformatted its
+    parent: an AST-level no-op), so the Coder asked again: kept on the node it led to, so that
+    every call is on record (``kernelevolve show``, the report, the training-data export)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: str | None = None
+    prompt: str | None = None
+    reply: str | None = None
+    problem: str = Field("", description="why the reply held no usable code")
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = Field(False, description="the endpoint reported no usage: the "
+                                                      "counts are estimates (llm/chat.py)")
+
+
 class Node(BaseModel):
     """One candidate (or the root) and what became of it."""
 
@@ -34,6 +52,7 @@ class Node(BaseModel):
     epoch: int = Field(0, description="restarts before this node was made")
     operator: MemoryOperator = "fresh"
     intent: str = ""
+    direction: str = Field("", description="the design direction it was asked to take")
     origin: Literal["root", "coder", "debugger", "seed"] = "coder"
     repair_of: str | None = None
     source: str | None = None
@@ -43,12 +62,21 @@ class Node(BaseModel):
     stderr_tail: str = ""
     speedup: float | None = None
     latency_ms: float | None = None
+    eager_roofline: float | None = Field(
+        None, description="fraction of the memory roofline eager reached beside this node "
+                          "(traffic beyond 4x the L2 only; Timing.eager_roofline)")
     diagnosis: DiagnosisInfo | None = None
     result_json: str | None = Field(None, description="the EvalResult, as JSON")
+    system: str | None = Field(None, description="the system message of its synthesizer call")
     prompt: str | None = None
     reply: str | None = None
     model: str = ""
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasks: list[Call] = Field(default_factory=list, description="earlier calls re-asked")
+    tokens_estimated: bool = Field(False, description="the endpoint reported no usage: the "
+                                                      "counts are estimates")
     visits: int = 0
     value_sum: float = 0.0
     at_s: float = 0.0
@@ -237,7 +265,8 @@ def finished(tree: SearchTree, goal: float) -> bool:
     return best is not None and (not tree.timed or (best.speedup or 0.0) >= goal)
 
 
-StopReason = Literal["goal", "rounds", "wall", "tokens", "stalled", "verified", "user"]
+StopReason = Literal["goal", "rounds", "wall", "tokens", "stalled", "verified", "user",
+                     "nothing-to-gain"]
 
 
 def stop_reason(tree: SearchTree, round_: int, cfg: SearchConfig, goal: float, wall_s: float,
@@ -249,6 +278,12 @@ def stop_reason(tree: SearchTree, round_: int, cfg: SearchConfig, goal: float, w
     if best is not None and not tree.timed:
         return f"verified kernel found ({best.id}); the target is not timed, so there is no " \
                "speedup to search for"
+    if best is not None and cfg.nothing_to_gain and (best.eager_roofline or 0.0) >= (
+            cfg.nothing_to_gain):
+        return (f"nothing to gain: eager already runs at {best.eager_roofline:.0%} of this "
+                f"device's memory roofline (reading the inputs and writing the outputs once at "
+                f"the measured copy bandwidth), so no kernel can be much faster; best "
+                f"{best.speedup or 0:.2f}x ({best.id})")
     if round_ >= cfg.rounds:
         return f"budget spent: {cfg.rounds} rounds"
     if wall_s >= cfg.wall_s:
@@ -270,6 +305,10 @@ class DiagnosisInfo(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     roofline_fraction: float | None = None
     source: str = ""
+    ceiling: str = Field("", description="the roof it is held against, in words (the measured "
+                                         "bandwidth or FLOP rate; the simulated chip's)")
+    ceiling_ms: float | None = Field(None, description="the time the kernel's work takes at "
+                                                       "that ceiling (its floor)")
 
 
 Node.model_rebuild()

@@ -49,7 +49,7 @@ from kernelevolve.tools.harness.result import EvalResult
 _STATE_TYPES = (
     state.Task, state.Knowledge, state.ErrorInfo, state.Step, state.Expansion, state.Usage,
     state.Draft, state.Event, state.EventKind, state.PromptState, state.Slot, state.Outcome,
-    search.Node, search.SearchTree, search.DiagnosisInfo,
+    search.Node, search.SearchTree, search.DiagnosisInfo, search.Call, state.Direction,
 )
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import operator
 from enum import StrEnum
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelevolve.graph.search import DiagnosisInfo, MemoryOperator, Node, SearchTree
+from kernelevolve.graph.compare import summary, unified_diff
+from kernelevolve.graph.search import Call, DiagnosisInfo, MemoryOperator, Node, SearchTree
 
 
 class _Model(BaseModel):
@@ -57,6 +58,14 @@ class ErrorInfo(_Model):
     params: dict[str, int] | None = None
 
 
+class Direction(_Model):
+    """A design direction the Planner gives an expansion so that siblings differ
+    (agents/directions.py)."""
+
+    name: str
+    how: str
+
+
 class Step(_Model):
     """One evaluated candidate as a prompt shows it (trajectory, parent, siblings)."""
 
@@ -70,6 +79,11 @@ class Step(_Model):
     diagnosis: DiagnosisInfo | None = None
     source: str | None = None
     params: dict[str, int] | None = None
+    direction: str = Field("", description="the design direction it was asked to take")
+    summary: str = Field("", description="what it changed against the parent (a diff), or how "
+                                         "it is built (a summary): for a sibling shown "
+                                         "without its code")
+    origin: str = "coder"
 
 
 class Expansion(_Model):
@@ -80,6 +94,7 @@ class Expansion(_Model):
     intent: str
     partner_id: str | None = Field(None, description="combine: the other node")
     restart: bool = False
+    direction: Direction | None = Field(None, description="what this sibling tries")
 
 
 class Usage(_Model):
@@ -106,6 +121,7 @@ class Draft(_Model):
     source: str | None = None
     params: dict[str, int] | None = None
     intent: str = ""
+    system: str | None = None
     prompt: str | None = None
     reply: str | None = None
     model: str = ""
@@ -115,6 +131,31 @@ class Draft(_Model):
     origin: Literal["coder", "debugger", "seed"] = "coder"
     attempt: int = Field(0, description="re-asks so far for this expansion")
     repair_of: str | None = Field(None, description="debugger: the failed node it repairs")
+    noop_of: str | None = Field(None, description="the reply's kernel was this node's, up to "
+                                                  "renaming and formatting (not evaluated)")
+    tokens_estimated: bool = Field(False, description="the endpoint reported no usage: the "
+                                                      "token counts are estimates")
+    reasks: list[Call] = Field(default_factory=list, description="earlier calls re-asked")
+
+    def after(self, earlier: Draft | None) -> Draft:
+        """This draft of a re-ask, carrying the ``earlier`` calls that held no usable code (or
+        only a no-op of the parent)."""
+        if earlier is None or earlier.source is not None or earlier.prompt is None:
+            return self
+        call = Call(system=earlier.system, prompt=earlier.prompt, reply=earlier.reply,
+                    problem=earlier.problem, model=earlier.model,
+                    prompt_tokens=earlier.prompt_tokens,
+                    completion_tokens=earlier.completion_tokens,
+                    tokens_estimated=earlier.tokens_estimated)
+        return self.model_copy(update={"reasks": [*earlier.reasks, call]})
+
+    def call_fields(self) -> dict[str, Any]:
+        """What a node keeps of the synthesizer call(s) behind it."""
+        return {"system": self.system, "prompt": self.prompt, "reply": self.reply,
+                "model": self.model, "tokens": self.prompt_tokens + self.completion_tokens,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "reasks": list(self.reasks),
+                "tokens_estimated": self.tokens_estimated}
 
 
 class EventKind(StrEnum):
@@ -124,6 +165,7 @@ class EventKind(StrEnum):
     retrieve = "retrieve"
     draft = "draft"
     no_code = "no_code"
+    noop = "noop"  # a reply that only renamed or reformatted its parent: not evaluated
     evaluate = "evaluate"
     improve = "improve"
     repair = "repair"
@@ -158,6 +200,14 @@ class PromptState(_Model):
     diagnosis: DiagnosisInfo | None = None
     user_notes: list[str] = Field(default_factory=list)
     attempt: int = 0
+    retry: str = Field("", description="why the previous reply was not used (a re-ask)")
+    direction: Direction | None = Field(None, description="what this sibling tries")
+    tried: list[Step] = Field(
+        default_factory=list, description="siblings already drafted from the same parent (this "
+        "round's planned ones as 'pending'), each with its direction, outcome and a summary or "
+        "diff instead of its code")
+    diff: str = Field("", description="combine: the unified diff from the parent to the partner")
+    best: Step | None = Field(None, description="the run's best kernel, where not the parent")
 
 
 class Slot(_Model):
@@ -216,18 +266,62 @@ def step_of(node: Node, with_source: bool = True) -> Step:
         node_id=node.id, operator=node.operator, intent=node.intent, status=node.status,
         speedup=node.speedup, latency_ms=node.latency_ms, message=node.message[:600],
         diagnosis=node.diagnosis, source=node.source if with_source else None,
-        params=node.params,
+        params=node.params, direction=node.direction, origin=node.origin,
     )
 
 
-def prompt_state(state: RunState, *, repair: bool = False) -> PromptState:
+# Characters of a sibling's diff against the parent (or of a fresh sibling's summary), and of
+# the parent-to-partner diff of a combine, as the prompt state keeps them.
+SIBLING_DIFF_CHARS = 1500
+COMBINE_DIFF_CHARS = 3000
+TRIED_SHOWN = 6
+
+
+def _changes(node: Node, parent: Node) -> str:
+    """What a sibling did, without its whole code: its diff against the parent's code, or, for
+    a child of the root, a summary of how it is built."""
+    if node.source is None:
+        return ""
+    if parent.source is None:
+        return summary(node.source)
+    return unified_diff(parent.source, node.source, parent.id, node.id,
+                        limit=SIBLING_DIFF_CHARS) or "(the same code as the parent)"
+
+
+def tried_siblings(tree: SearchTree, exp: Expansion,
+                   pending: list[tuple[str, Expansion]] | None = None,
+                   shown: set[str] | frozenset[str] = frozenset()) -> list[Step]:
+    """The siblings a new expansion of ``exp.parent_id`` should know about: the parent's
+    children of this epoch (a restart is memoryless: none), with their direction, outcome and
+    changes, then the ones planned beside it in this batch (``pending``: id and expansion),
+    which are drafted at the same time."""
+    if exp.restart:
+        return []
+    parent = tree.nodes[exp.parent_id]
+    kids = [n for n in tree.children(parent.id)
+            if n.epoch == tree.epoch and n.evaluated and n.id not in shown]
+    steps = [step_of(n, with_source=False).model_copy(update={"summary": _changes(n, parent)})
+             for n in kids[-TRIED_SHOWN:]]
+    for node_id, other in pending or []:
+        if other.parent_id == exp.parent_id:
+            steps.append(Step(node_id=node_id, operator=other.operator, intent=other.intent,
+                              status="pending", direction=other.direction.name
+                              if other.direction is not None else ""))
+    return steps
+
+
+def prompt_state(state: RunState, *, repair: bool = False,
+                 pending: list[tuple[str, Expansion]] | None = None) -> PromptState:
     """Build the prompt state of this round from the run state and the memory operator:
 
     - inherit: the parent and its trajectory (ancestors, without their code);
     - compare: the parent and its already evaluated children (what differed, what it gave);
-    - combine: the parent and the partner node, both with code;
+    - combine: the parent and the partner node, both with code, and the diff between them;
     - fresh: the task and the knowledge only (a memoryless start).
-    A repair (Debugger) always carries the failed candidate in ``last_error``.
+    Every new candidate also gets its design direction and the siblings already tried from
+    the same parent (``tried``; with ``pending``, the batch's other picks), so siblings differ;
+    and, where the parent is not the best, the run's best. A repair (Debugger) carries the
+    failed candidate in ``last_error`` instead.
     """
     tree = state["tree"]
     exp = state["expansion"]
@@ -244,14 +338,37 @@ def prompt_state(state: RunState, *, repair: bool = False) -> PromptState:
     )
     if repair:
         ps.last_error = state.get("last_error")
+    else:
+        ps.direction = exp.direction
+        best = tree.best
+        if best is not None and best.id != parent.id and tree.timed and not exp.restart:
+            ps.best = step_of(best, with_source=False)
     if exp.operator == "fresh" or parent.source is None:
-        return ps
+        if not repair:
+            ps.tried = tried_siblings(tree, exp, pending)
+        return _without_repeated_best(ps)
     ps.parent = step_of(parent)
     if exp.operator == "inherit":
         ps.trajectory = [step_of(n, with_source=False) for n in tree.lineage(parent.id)[:-1]
                          if n.source is not None]
     elif exp.operator == "compare":
-        ps.siblings = [step_of(n) for n in tree.children(parent.id) if n.evaluated][-3:]
+        # each evaluated child with what it changed against the parent (a diff), not its code
+        ps.siblings = [step_of(n, with_source=False).model_copy(
+            update={"summary": _changes(n, parent)})
+            for n in tree.children(parent.id) if n.evaluated][-3:]
     elif exp.operator == "combine" and exp.partner_id is not None:
-        ps.siblings = [step_of(tree.nodes[exp.partner_id])]
+        partner = tree.nodes[exp.partner_id]
+        ps.siblings = [step_of(partner)]
+        if partner.source is not None and parent.source is not None:
+            ps.diff = unified_diff(parent.source, partner.source, parent.id, partner.id,
+                                   limit=COMBINE_DIFF_CHARS)
+    if not repair:
+        ps.tried = tried_siblings(tree, exp, pending, shown={s.node_id for s in ps.siblings})
+    return _without_repeated_best(ps)
+
+
+def _without_repeated_best(ps: PromptState) -> PromptState:
+    """The best kernel is shown on its own only where no other section shows it."""
+    if ps.best is not None and ps.best.node_id in {s.node_id for s in [*ps.siblings, *ps.tried]}:
+        ps.best = None
     return ps

@@ -5,7 +5,8 @@ metadata-filtered query over a few hundred chunks (metadata is read row by row f
 retrieval issues five or six filtered queries, which alone broke the 50 ms budget. The collection
 is small (hundreds to a few thousand chunks of 384 floats), so an exact dot product over all of it
 takes well under a millisecond; the mirror is loaded once per process and reloaded when another
-process writes (a generation file beside the store changes).
+process writes (a generation file beside the store changes). The lexical side (a BM25 index and
+the error strings each chunk quotes, ``lexical.py``) is rebuilt with the matrix.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelevolve.kb import lexical
 from kernelevolve.kb.embedding import DIMENSION
 from kernelevolve.kb.models import Tier, target_family
 from kernelevolve.kb.retrieval import Candidate
@@ -69,6 +71,8 @@ class Mirror:
         self._vecs: dict[str, np.ndarray] = {}
         self._ids: list[str] = []
         self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
+        self._bm25 = lexical.BM25([])
+        self._signatures: list[list[lexical.Signature]] = []
         self._dirty = False
         # Row numbers admitted by each filter, valid until the next change (filters repeat).
         self._rows_for: dict[Filter, list[int]] = {}
@@ -123,31 +127,56 @@ class Mirror:
 
     # -- searching
 
+    def _rebuild(self) -> None:
+        if not self._dirty:
+            return
+        self._ids = list(self._vecs)
+        self._matrix = (
+            np.stack([self._vecs[i] for i in self._ids])
+            if self._ids
+            else np.zeros((0, DIMENSION), dtype=np.float32)
+        )
+        texts = [self.docs[i] for i in self._ids]
+        self._bm25 = lexical.BM25(texts)
+        self._signatures = [lexical.signatures(t) for t in texts]
+        self._dirty = False
+        self._rows_for.clear()
+
+    def _rows(self, keep: Filter) -> list[int]:
+        rows = self._rows_for.get(keep)
+        if rows is None:
+            rows = [r for r, cid in enumerate(self._ids) if keep(self.meta[cid])]
+            self._rows_for[keep] = rows
+        return rows
+
     def search(
-        self, vectors: np.ndarray, filters: list[Filter], n: int, reasons: list[str]
+        self,
+        vectors: np.ndarray,
+        filters: list[Filter],
+        n: int,
+        reasons: list[str],
+        terms: list[tuple[str, ...]] | None = None,
+        lexical_weight: float = 0.0,
     ) -> list[list[Candidate]]:
-        """Top ``n`` chunks by cosine distance for each (vector, filter) pair."""
-        if self._dirty:
-            self._ids = list(self._vecs)
-            self._matrix = (
-                np.stack([self._vecs[i] for i in self._ids])
-                if self._ids
-                else np.zeros((0, DIMENSION), dtype=np.float32)
-            )
-            self._dirty = False
-            self._rows_for.clear()
+        """Top ``n`` chunks for each (vector, filter) pair: by cosine similarity, plus
+        ``lexical_weight`` times the BM25 score of the pair's ``terms`` normalised to the best
+        score among the chunks the filter admits (hybrid ranking; no terms: cosine only)."""
+        self._rebuild()
         sims = self._matrix @ np.asarray(vectors, dtype=np.float32).T
         out: list[list[Candidate]] = []
         for col, (keep, reason) in enumerate(zip(filters, reasons, strict=True)):
-            rows = self._rows_for.get(keep)
-            if rows is None:
-                rows = [r for r, cid in enumerate(self._ids) if keep(self.meta[cid])]
-                self._rows_for[keep] = rows
+            rows = self._rows(keep)
             if not rows:
                 out.append([])
                 continue
             col_sims = sims[rows, col]
-            top = np.argsort(-col_sims, kind="stable")[:n]
+            lex = np.zeros(len(rows), dtype=np.float32)
+            if terms is not None and terms[col] and lexical_weight > 0:
+                raw = self._bm25.scores(terms[col])[rows]
+                best = float(raw.max())
+                if best > 0:
+                    lex = (lexical_weight / best * raw).astype(np.float32)
+            top = np.argsort(-(col_sims + lex), kind="stable")[:n]
             out.append(
                 [
                     Candidate(
@@ -155,8 +184,35 @@ class Mirror:
                         distance=float(1.0 - col_sims[t]),
                         meta=self.meta[self._ids[rows[t]]],
                         reason=reason,
+                        lexical=float(lex[t]),
                     )
                     for t in top
                 ]
             )
         return out
+
+    def error_matches(
+        self, message: str, keep: Filter, reason: str, vector: np.ndarray
+    ) -> list[Candidate]:
+        """Chunks that quote an error string ``message`` contains, longest match first (their
+        distance is to ``vector``, for the record)."""
+        self._rebuild()
+        text = lexical.normalise(message)
+        scored = []
+        for r in self._rows(keep):
+            weight = lexical.best_match(self._signatures[r], text)
+            if weight:
+                # On equal matches the debugging notes, written for failures, come first.
+                notes = "debugging" in (self.meta[self._ids[r]].get("topics") or ())
+                scored.append((-weight, not notes, r))
+        scored.sort()
+        vec = np.asarray(vector, dtype=np.float32)
+        return [
+            Candidate(
+                id=self._ids[r],
+                distance=float(1.0 - self._matrix[r] @ vec),
+                meta=self.meta[self._ids[r]],
+                reason=reason,
+            )
+            for _, _, r in scored
+        ]

@@ -134,6 +134,10 @@ class Situation(BaseModel):
 
     target: str = Field(description="target tag, e.g. 'cuda:h100', 'mtia-sim:2i', 'cpu'")
     operator_class: str | None = Field(None, description="e.g. 'softmax', 'matmul', 'layernorm'")
+    ops: tuple[str, ...] = Field(
+        (), description="aten ops the reference runs (its trace), e.g. ('convolution', "
+        "'native_group_norm'); they name what the operator class leaves open"
+    )
     diagnosis: Diagnosis | None = None
     error_status: ErrorStatus | None = Field(
         None, description="EvalResult status of the last candidate; 'ok' means no error"
@@ -150,6 +154,15 @@ class Situation(BaseModel):
     @classmethod
     def _diagnosis(cls, v: object) -> object:
         return _normalise_diagnosis(v)
+
+    @field_validator("ops", mode="before")
+    @classmethod
+    def _ops(cls, v: object) -> object:
+        if v is None:
+            return ()
+        if isinstance(v, str) or not isinstance(v, list | tuple | set | frozenset):
+            raise ValueError(f"ops is a list of aten op names, e.g. ['mm', '_softmax'], got {v!r}")
+        return tuple(dict.fromkeys(str(o).strip().lower() for o in v if str(o).strip()))
 
     @field_validator("error_status", mode="before")
     @classmethod

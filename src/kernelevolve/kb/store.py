@@ -24,7 +24,7 @@ from chromadb.errors import ChromaError, NotFoundError
 
 from kernelevolve.config import KBConfig
 from kernelevolve.errors import KnowledgeBaseError
-from kernelevolve.kb import retrieval
+from kernelevolve.kb import lexical, retrieval
 from kernelevolve.kb import skills as skill_lib
 from kernelevolve.kb.corpus import bundled_documents, corpus_hash, parse_document
 from kernelevolve.kb.embedding import BundledMiniLM, get_encoder, get_query_encoder
@@ -60,6 +60,8 @@ _BATCH = 64
 # one-hit-per-document still leave enough candidates.
 _OVERFETCH = 4
 _TIER_ORDER = {"constraints": 0, "guides": 1, "hardware": 2, "skills": 3}
+# Documents quoting the failure's error string that lead a retrieval, at most.
+_EXACT_LEAD = 2
 
 ProgressFn = Callable[[int, int], None]
 
@@ -208,8 +210,10 @@ class KnowledgeBase:
     def retrieve(self, situation: Situation, k: int | None = None) -> list[Hit]:
         """The ``k`` (default ``top_k``) passages most useful for ``situation``, one per document.
 
-        Tiers and target filters follow from the situation (see ``retrieval.plan``); up to two
-        skills for the target and operator that are close to the situation lead the list.
+        Tiers and target filters follow from the situation (see ``retrieval.plan``). A failed
+        candidate's message that contains an error string a document quotes puts up to two such
+        documents first; otherwise up to two skills for the target and operator that are close
+        to the situation lead the list.
         """
         self._sync()
         if not self._warm:
@@ -225,15 +229,27 @@ class KnowledgeBase:
             [applies(p.tiers, situation.target) for p in everything],
             k * _OVERFETCH,
             [p.reason for p in everything],
+            [p.terms for p in everything],
+            retrieval.LEXICAL_WEIGHT,
         )
         ranked = [
-            retrieval.rerank(cands, p.keywords, situation.target if p.exact_target else None)
+            retrieval.rerank(
+                cands, p.keywords, situation.target if p.exact_target else None, p.apis
+            )
             for p, cands in zip(probes, found[:-1], strict=True)
         ]
         lead = retrieval.rerank(
             retrieval.relevant_skills(found[-1], situation, self._config.skill_max_distance),
             skill_probe.keywords,
         )[:2]
+        if situation.error_status and situation.error_message:
+            exact = self._mirror.error_matches(
+                situation.error_message,
+                applies(("constraints", "hardware"), situation.target),
+                f"{situation.error_status}: the document quotes this error",
+                vectors[0],
+            )
+            lead = _first_per_document(exact)[:_EXACT_LEAD]
         return [self._hit(c) for c in retrieval.merge(ranked, k, first=lead)]
 
     def search(
@@ -244,18 +260,26 @@ class KnowledgeBase:
         target: str | None = None,
         k: int | None = None,
     ) -> list[Hit]:
-        """Free-text search, optionally restricted to a tier and to documents for a target."""
+        """Free-text search, optionally restricted to a tier and to documents for a target.
+
+        Ranked by cosine similarity plus BM25 (hybrid); documents quoting an error string the
+        query contains come first."""
         if not query.strip():
             raise KnowledgeBaseError("the search query is empty; pass some words to search for")
         self._sync()
         k = k or self._config.top_k
         tiers = (parse_tier(tier),) if tier else None
         tgt = parse_target(target) if target else None
+        keep = applies(tiers, tgt)
         vec = get_query_encoder().encode([query])
+        reason = f"search: {query}"
         found = self._mirror.search(
-            vec, [applies(tiers, tgt)], k * _OVERFETCH, [f"search: {query}"]
+            vec, [keep], k * _OVERFETCH, [reason], [tuple(lexical.tokens(query))],
+            retrieval.LEXICAL_WEIGHT,
         )[0]
-        return [self._hit(c) for c in retrieval.rerank(found, frozenset())[:k]]
+        exact = _first_per_document(self._mirror.error_matches(query, keep, reason, vec[0]))
+        ranked = retrieval.rerank(found, frozenset(), apis=retrieval.api_names(query))
+        return [self._hit(c) for c in retrieval.merge([ranked], k, first=exact[:_EXACT_LEAD])]
 
     def _hit(self, c: retrieval.Candidate) -> Hit:
         meta = c.meta
@@ -465,6 +489,16 @@ class KnowledgeBase:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _first_per_document(candidates: list[retrieval.Candidate]) -> list[retrieval.Candidate]:
+    seen: set[str] = set()
+    out = []
+    for c in candidates:
+        if c.doc_id not in seen:
+            seen.add(c.doc_id)
+            out.append(c)
+    return out
 
 
 def _embedding_function() -> EmbeddingFunction[Embeddable]:

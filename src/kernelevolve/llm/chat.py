@@ -152,6 +152,16 @@ def _text(message: BaseMessage) -> str:
     return text if isinstance(text, str) else ""
 
 
+# Where an endpoint reports no usage, tokens are estimated from the text: BPE tokenizers of code
+# models give about four characters per token on English and Python.
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` by the characters-per-token estimate (at least 1 for any text)."""
+    return max(1, len(text) // CHARS_PER_TOKEN) if text else 0
+
+
 def _usage(message: AIMessage) -> tuple[int, int] | None:
     usage = message.usage_metadata
     if usage:
@@ -198,25 +208,27 @@ class LLMSynthesizer:
 
     def _ask(self, ps: PromptState, prompt: str, parent_source: str | None, *,
              origin: Literal["coder", "debugger"], repair_of: str | None) -> Draft:
-        messages: list[BaseMessage] = [SystemMessage(content=system_prompt(ps)),
-                                       HumanMessage(content=prompt)]
+        system = system_prompt(ps)
+        messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=prompt)]
         try:
             reply = self.chat.invoke(messages)
         except _api_errors() as exc:
             raise _llm_error(exc, self.endpoint, self.model, self.retries) from exc
         text = _text(reply)
         usage = _usage(reply) if isinstance(reply, AIMessage) else None
+        estimated = usage is None
         if usage is None:
             if not self.unreported_usage:
-                log.warning("the LLM endpoint %s reports no token usage; the token budget "
-                            "counts these calls as 0 tokens", self.endpoint)
+                log.warning("the LLM endpoint %s reports no token usage; these calls are "
+                            "counted by an estimate (%d characters per token)", self.endpoint,
+                            CHARS_PER_TOKEN)
             self.unreported_usage += 1
-            usage = (0, 0)
+            usage = (estimate_tokens(system) + estimate_tokens(prompt), estimate_tokens(text))
         parsed = parse_reply(text, parent_source)
         model = reply.response_metadata.get("model_name") or self.model
         return Draft(
-            source=parsed.source, intent=ps.intent, prompt=prompt, reply=text,
+            source=parsed.source, intent=ps.intent, system=system, prompt=prompt, reply=text,
             model=str(model), prompt_tokens=usage[0], completion_tokens=usage[1],
-            problem=parsed.problem, origin=origin,
+            tokens_estimated=estimated, problem=parsed.problem, origin=origin,
             attempt=ps.attempt, repair_of=repair_of,
         )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from kernelevolve import prompts
+from kernelevolve.graph.compare import unified_diff
 from kernelevolve.graph.state import ErrorInfo, Knowledge, PromptState, Step
 
 __all__ = [
@@ -47,6 +48,9 @@ class Limits:
     evidence_item: int = 300
     user_notes: int = 5
     user_note: int = 600
+    summary: int = 1500  # a sibling's diff against the parent, or its summary
+    tried: int = 6  # siblings already tried, shown without their code
+    diff: int = 3000  # combine: the diff from A to B
 
 
 DEFAULT_LIMITS = Limits()
@@ -81,6 +85,7 @@ def _clip_step(step: Step, source_limit: int, lim: Limits) -> Step:
         "intent": _one_line(step.intent, 400),
         "message": _one_line(step.message, lim.step_message),
         "source": clip(step.source, source_limit) if step.source is not None else None,
+        "summary": clip(step.summary, lim.summary),
     })
 
 
@@ -111,17 +116,29 @@ def _clipped(ps: PromptState, lim: Limits) -> PromptState:
             params=last_error.params,
         )
     sibling_limit = lim.source if ps.operator == "combine" else lim.sibling_source
+    siblings = ps.siblings
+    if ps.operator == "compare" and ps.parent is not None and ps.parent.source is not None:
+        # compare shows what each child changed against the parent, not the child's code
+        parent_source, parent_id = ps.parent.source, ps.parent.node_id
+        siblings = [s if s.summary or s.source is None else s.model_copy(update={
+            "source": None, "summary": unified_diff(parent_source, s.source, parent_id,
+                                                    s.node_id, limit=lim.summary)
+            or "(the same code as the parent)"}) for s in siblings]
     return ps.model_copy(update={
         "task": task,
         "constraints": [_one_line(c, lim.constraint) for c in ps.constraints[: lim.constraints]],
         "knowledge": knowledge,
         "parent": _clip_step(ps.parent, lim.source, lim) if ps.parent is not None else None,
         "trajectory": [_clip_step(s, lim.source, lim) for s in ps.trajectory[-lim.trajectory:]],
-        "siblings": [_clip_step(s, sibling_limit, lim) for s in ps.siblings],
+        "siblings": [_clip_step(s, sibling_limit, lim) for s in siblings],
         "last_error": last_error,
         "diagnosis": diagnosis,
         "user_notes": [clip(n, lim.user_note) for n in ps.user_notes[-lim.user_notes:]],
         "intent": ps.intent.strip(),
+        "tried": [_clip_step(s, lim.sibling_source, lim) for s in ps.tried[-lim.tried:]],
+        "best": _clip_step(ps.best, lim.sibling_source, lim) if ps.best is not None else None,
+        "diff": clip(ps.diff, lim.diff),
+        "retry": _one_line(ps.retry, lim.step_message * 2),
     })
 
 

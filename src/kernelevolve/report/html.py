@@ -22,7 +22,7 @@ from markupsafe import Markup
 from pydantic import ValidationError
 
 from kernelevolve.config import Settings
-from kernelevolve.graph.search import ROOT, DiagnosisInfo, Node, SearchTree
+from kernelevolve.graph.search import ROOT, Call, DiagnosisInfo, Node, SearchTree
 from kernelevolve.graph.state import Event, Knowledge, Task, Usage
 from kernelevolve.report.layout import Axis, nice_ticks, tree_layout
 from kernelevolve.report.run import RunRecord, load_run
@@ -112,6 +112,17 @@ class DiffLine:
 
 
 @dataclass(frozen=True)
+class CallView:
+    """One synthesizer call behind a node, as the report lists it."""
+
+    node_id: str
+    index: int
+    of: int
+    call: Call
+    outcome: str  # "used", or why the reply was not
+
+
+@dataclass(frozen=True)
 class NodeDetail:
     node: Node
     colour: str
@@ -122,6 +133,7 @@ class NodeDetail:
     checks: list[Check]
     result_json: str
     children: list[str]
+    calls: list[CallView] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,8 @@ class ReportView:
     events: list[Event]
     event_kinds: list[str]
     generated: str
+    calls: list[CallView] = field(default_factory=list)
+    tokens: str = ""
 
 
 def _fmt_speedup(node: Node) -> str:
@@ -262,6 +276,28 @@ def _diff(base: Node | None, node: Node) -> list[DiffLine]:
     return out
 
 
+def node_calls(node: Node) -> list[CallView]:
+    """Every synthesizer call behind ``node``: the replies re-asked (no usable code, or a
+    no-op), then the one whose reply it is; none for the offline synthesizer or the root."""
+    calls = list(node.reasks)
+    if node.prompt is not None or node.reply is not None:
+        calls.append(Call(system=node.system, prompt=node.prompt, reply=node.reply,
+                          model=node.model, prompt_tokens=node.prompt_tokens,
+                          completion_tokens=node.completion_tokens,
+                          tokens_estimated=node.tokens_estimated,
+                          problem="" if node.source is not None else node.message))
+    return [CallView(node.id, i, len(calls), c, c.problem or "used")
+            for i, c in enumerate(calls, 1)]
+
+
+def _tokens(calls: list[CallView], usage: Usage) -> str:
+    estimated = sum(v.call.tokens_estimated for v in calls)
+    text = (f"{usage.llm_calls} LLM call(s): {usage.prompt_tokens} prompt + "
+            f"{usage.completion_tokens} completion = {usage.tokens} tokens")
+    return text + (f" ({estimated} call(s) counted by an estimate: the endpoint reported no "
+                   f"usage)" if estimated else "")
+
+
 def _detail(tree: SearchTree, node: Node) -> NodeDetail:
     parent = tree.nodes.get(node.parent) if node.parent else None
     repaired = tree.nodes.get(node.repair_of) if node.repair_of else None
@@ -289,7 +325,7 @@ def _detail(tree: SearchTree, node: Node) -> NodeDetail:
         node=node, colour=STATUS_COLOURS.get(node.status, "#868e96"),
         best=node.id == tree.best_id, diff_base=base.id if base is not None else None,
         diff_note=note, diff=diff, checks=checks, result_json=pretty,
-        children=sorted(c.id for c in tree.children(node.id)))
+        children=sorted(c.id for c in tree.children(node.id)), calls=node_calls(node))
 
 
 def _header(run: RunRecord, tree: SearchTree, task: Task, usage: Usage) -> list[tuple[str, str]]:
@@ -312,7 +348,8 @@ def _header(run: RunRecord, tree: SearchTree, task: Task, usage: Usage) -> list[
               f"evaluations {usage.evaluations}"]
     if usage.llm_calls:
         limit = search.get("tokens") or "no limit"
-        budget.append(f"LLM calls {usage.llm_calls}, tokens {usage.tokens} / {limit}")
+        budget.append(f"LLM calls {usage.llm_calls}, tokens {usage.tokens} / {limit} "
+                      f"({usage.prompt_tokens} prompt, {usage.completion_tokens} completion)")
     models = sorted({n.model for n in tree.nodes.values() if n.model})
     synth = run.spec.synthesizer + (f" ({', '.join(models)})" if models
                                     and models != [run.spec.synthesizer] else "")
@@ -351,12 +388,14 @@ def report_view(run: RunRecord) -> ReportView:
     for n in tree.nodes.values():
         if n.id != ROOT:
             counts[n.status] = counts.get(n.status, 0) + 1
+    details = [_detail(tree, n) for n in tree.nodes.values()]
+    calls = [c for d in details for c in d.calls]
     return ReportView(
         title=f"{task.problem_name} on {task.target}",
         header=_header(run, tree, task, usage), best_id=tree.best_id or ROOT,
         simulated=task.simulated, timed=tree.timed, task=task, tree=_tree_view(tree),
         chart=chart, chart_note=chart_note,
-        nodes=[_detail(tree, n) for n in tree.nodes.values()],
+        nodes=details, calls=calls, tokens=_tokens(calls, usage) if calls else "",
         status_counts=[(s, STATUS_COLOURS.get(s, "#868e96"), c)
                        for s, c in sorted(counts.items())],
         knowledge=list(values.get("knowledge") or []),

@@ -7,7 +7,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelevolve.graph.search import DiagnosisInfo
+from kernelevolve.graph.search import Call, DiagnosisInfo
 
 EXPORT_FORMAT = "kernelevolve-runs"
 
@@ -77,6 +77,10 @@ class CandidateRecord(_Record):
     model: str = ""
     tokens: int = 0
     result_json: str | None = Field(None, description="the EvalResult, as JSON")
+    system: str | None = Field(None, description="the system message of its synthesizer call")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasks: list[Call] = Field(default_factory=list, description="earlier calls re-asked")
     round: int = 0
     epoch: int = 0
     depth: int = 0

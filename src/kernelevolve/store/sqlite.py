@@ -28,8 +28,14 @@ from kernelevolve.store.models import (
     RunRecord,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MEMORY = ":memory:"
+
+# Version 2 keeps every synthesizer call whole (the training-data export, rl/): the system
+# message, the token counts apart, and the replies that were asked again. A version-1 store
+# gains these columns when it is opened.
+_V2_COLUMNS = ("system TEXT", "prompt_tokens INTEGER NOT NULL DEFAULT 0",
+               "completion_tokens INTEGER NOT NULL DEFAULT 0", "reasks TEXT")
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -82,6 +88,10 @@ CREATE TABLE candidates (
     model TEXT NOT NULL,
     tokens INTEGER NOT NULL,
     result_json TEXT,
+    system TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    reasks TEXT,
     round INTEGER NOT NULL,
     epoch INTEGER NOT NULL,
     depth INTEGER NOT NULL,
@@ -103,7 +113,7 @@ CREATE TABLE events (
 
 _RUN_COLUMNS = tuple(RunRecord.model_fields)
 _CANDIDATE_COLUMNS = tuple(CandidateRecord.model_fields)
-_JSON_COLUMNS = {"diagnosis", "params"}
+_JSON_COLUMNS = {"diagnosis", "params", "reasks"}
 
 
 def _upsert_sql(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
@@ -169,6 +179,13 @@ class RunStore:
                 f"the run store {self.path} has schema version {version}, written by a newer "
                 f"kernelevolve (this one reads up to {SCHEMA_VERSION}); upgrade kernelevolve, "
                 "or point store.path (KERNELEVOLVE_STORE__PATH) at another file")
+        if version < 2:
+            with self._conn:
+                have = {r[1] for r in self._conn.execute("PRAGMA table_info(candidates)")}
+                for column in _V2_COLUMNS:
+                    if column.split()[0] not in have:
+                        self._conn.execute(f"ALTER TABLE candidates ADD COLUMN {column}")
+                self._conn.execute("UPDATE schema_version SET version = 2")
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -221,6 +238,8 @@ class RunStore:
                 value = value.model_dump_json() if value is not None else None
             elif col == "params":
                 value = json.dumps(value) if value is not None else None
+            elif col == "reasks":
+                value = json.dumps([r.model_dump() for r in value]) if value else None
             row.append(value)
         return row
 
@@ -364,6 +383,7 @@ def _candidate(row: sqlite3.Row) -> CandidateRecord:
     data = dict(row)
     for col in _JSON_COLUMNS:
         data[col] = json.loads(data[col]) if data[col] is not None else None
+    data["reasks"] = data["reasks"] or []
     return CandidateRecord.model_validate(data)
 
 

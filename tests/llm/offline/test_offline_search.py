@@ -113,7 +113,7 @@ def test_unknown_diagnosis_and_bad_params_are_refused(plans):
 def test_crossover_takes_each_parameter_from_a_parent(plans):
     plan = plans["matmul"]
     a = plan.default_params()
-    b = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 4, "num_warps": 4,
+    b = {**a, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 4, "num_warps": 4,
          "num_stages": 2}
     rng = random.Random(0)
     children = [crossover(plan, a, b, rng) for _ in range(30)]

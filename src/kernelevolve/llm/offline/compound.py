@@ -14,6 +14,7 @@ from .lower import (
     GEMMS,
     BaseLowerer,
     args_of,
+    in_order,
     kwargs_of,
     leaf_view,
     normal_dims,
@@ -22,6 +23,7 @@ from .lower import (
     unknown_ops,
     val_dtype,
     val_shape,
+    view_chain,
 )
 from .plan import Unsupported
 from .trace import Traced
@@ -40,6 +42,7 @@ class GemmSpec:
     a_flatten: bool = False
     unflatten: bool = False
     bias: Node | None = None
+    batch_one: bool = False  # a bmm of batch 1 taken as the flattened ``a`` times ``b``
 
 
 class Lowerer(BaseLowerer):
@@ -195,7 +198,38 @@ class Lowerer(BaseLowerer):
         return self._gemm(node, node.args[0], node.args[1], None, False)
 
     def op_bmm(self, node: torch.fx.Node) -> Node:
+        flat = self._batch_one(node)
+        if flat is not None:
+            return flat
         return self._gemm(node, node.args[0], node.args[1], None, True)
+
+    def _batch_one(self, node: torch.fx.Node) -> Node | None:
+        """``einsum("bijl,lk->bijk", A, B)``: a bmm of batch 1 between reshapes of an input
+        ``A [..., K]`` (its leading dims flattened) and a matrix ``B [K, N]``, i.e. ``A @ B`` with
+        ``A`` flattened; the result must be viewed back to ``A``'s leading dims (``lower``
+        checks). None when the bmm is not one."""
+        if val_shape(node)[:1] != (1,):
+            return None
+        found_a, found_b = view_chain(node.args[0]), view_chain(node.args[1])  # type: ignore[arg-type]
+        if found_a is None or found_b is None or not (in_order(found_a[1])
+                                                      and in_order(found_b[1])):
+            return None
+        (a_start, a_dims), (b_start, b_dims) = found_a, found_b
+        a, b = self.lower(a_start), self.lower(b_start)
+        if not (isinstance(a, Node) and isinstance(b, Node) and a.op == b.op == "load"):
+            return None
+        rank = len(a.shape)
+        lead = [((d,), a.shape[d]) for d in range(rank - 1) if a.shape[d] != 1]
+        if (len(b.shape) != 2 or rank < 2 or a_dims != [[], lead, [((rank - 1,), a.shape[-1])]]
+                or b_dims != [[], [((0,), b.shape[0])], [((1,), b.shape[1])]]):
+            return None
+        if a.dtype != b.dtype:
+            raise Unsupported(f"bmm of {a.dtype} by {b.dtype}")
+        assert a.operand is not None and b.operand is not None
+        spec = GemmSpec(a.operand, b.operand, "bmm", False, a_flatten=True, batch_one=True)
+        out = Node("gemm", shape=val_shape(node), dtype=val_dtype(node), spec=spec)
+        self.gemms.append(out)
+        return out
 
     def op_addmm(self, node: torch.fx.Node) -> Node:
         if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
@@ -265,6 +299,9 @@ def lower(traced: Traced, allowed_ops: list[str]) -> Lowered:
         raise Unsupported("the forward returns a tuple")
     if out.op == "load":
         raise Unsupported("the forward returns an input or a view of one: nothing to compute")
+    if any(g.spec.batch_one and not g.spec.unflatten for g in lowerer.gemms):
+        raise Unsupported("a batch-1 bmm whose result is not viewed back to its left operand's "
+                          "leading dims, which no template covers")
     if out.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"the output is a {out.dtype} tensor; the templates write fp32/fp16/"
                           f"bf16 outputs")

@@ -5,11 +5,14 @@ Every convolution is computed as 3-D (a 1-D or 2-D one is viewed with size-1 lea
 dims). The GEMM is [output positions M = N*OD*OH*OW] x [input channels of a group * kernel
 volume = K] x [output channels of a group]: a program owns a BLOCK_M x BLOCK_N output tile and
 walks K in BLOCK_K slices, gathering the input tile from the implicit im2col matrix with masks
-for the padding (and, transposed, for the positions the stride skips) and accumulating with
-``tl.dot`` in fp32. A per-k table (input offset, window offsets, weight offset) is written by a
+for the padding and accumulating with ``tl.dot`` in fp32. A transposed convolution is split by
+the stride's phases (output positions ``phase + stride * j`` per dim): each phase is a standard
+convolution with stride 1 over the part of the window that reaches it, written into a strided
+view of the output, so no tap is spent on the positions the stride skips. A per-k table (input offset, window offsets, weight offset) is written by a
 small kernel first, so the loop does no index decoding. Depthwise convolutions (one input
 channel per group) take a direct kernel over [positions, channels] tiles instead, walking the
-window one position at a time: no K axis to feed a dot. Hyper-parameters are read from the conv module at call time.
+window one position at a time: no K axis to feed a dot. Hyper-parameters are read from the
+conv module at call time.
 """
 
 from __future__ import annotations
@@ -32,109 +35,97 @@ SPACE = {"BLOCK_M": (32, 64, 128), "BLOCK_N": (16, 32, 64, 128), "BLOCK_K": (16,
 DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4}
 
 _GATHER = '''
-        # The window table gives each k its input offsets; masks for padding (and the stride's
-        # gaps); only the real spatial dims (the last ND) are checked
+        # The window table gives each k its input offset (row 0) and its window offsets (rows
+        # 1-3, for the padding masks of conv_window)
         t_ptrs = tab_ptr + offs_k
         x_col = tl.load(t_ptrs, mask=mask_k, other=0)
-        k_w = tl.load(t_ptrs + 3 * K, mask=mask_k, other=0)
-        i_w = w0[:, None] + k_w[None, :]
-        if ND >= 2:
-            k_h = tl.load(t_ptrs + 2 * K, mask=mask_k, other=0)
-            i_h = h0[:, None] + k_h[None, :]
-        if ND == 3:
-            k_d = tl.load(t_ptrs + K, mask=mask_k, other=0)
-            i_d = d0[:, None] + k_d[None, :]
-        if STRIDED_T:
-            ok = (i_w >= 0) & (i_w % st_w == 0) & (i_w < IW * st_w)
-            x_off = x_row[:, None] + x_col[None, :] + (i_w // st_w) * s_xw
-            if ND >= 2:
-                ok = ok & (i_h >= 0) & (i_h % st_h == 0) & (i_h < IH * st_h)
-                x_off += (i_h // st_h) * s_xh
-            if ND == 3:
-                ok = ok & (i_d >= 0) & (i_d % st_d == 0) & (i_d < ID * st_d)
-                x_off += (i_d // st_d) * s_xd
-        else:
-            # input position = row part + window part: the pointer is one outer sum
-            ok = (i_w >= 0) & (i_w < IW)
-            if ND >= 2:
-                ok = ok & (i_h >= 0) & (i_h < IH)
-            if ND == 3:
-                ok = ok & (i_d >= 0) & (i_d < ID)
-            x_off = x_row[:, None] + x_col[None, :]
+        ok = conv_window(t_ptrs[None, :], mask_k[None, :], K, d0[:, None], h0[:, None],
+                         w0[:, None], ID, IH, IW, ND)
         x_mask = mask_m[:, None] & mask_k[None, :] & ok
-        x_tile = tl.load(x_ptr + x_off, mask=x_mask, other=0.0).to(tl.float32)
+        x_tile = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]), mask=x_mask,
+                         other=0.0).to(tl.float32)
         w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)'''
+
+_WINDOW = '''@triton.jit
+def conv_window(
+    # Pointers into the window table (rows 1-3: window offsets per dim) and their mask
+    t_ptrs, t_mask,
+    # Sizes: the table's row length; the window's start per dim; the input's extents
+    K, d0, h0, w0, ID, IH, IW,
+    # Meta-parameters: spatial dims
+    ND: tl.constexpr,
+):
+    # Whether each (position, k) reads an input element rather than the zero padding; only
+    # the real spatial dims (the last ND) are checked.
+    i_w = w0 + tl.load(t_ptrs + 3 * K, mask=t_mask, other=0)
+    ok = (i_w >= 0) & (i_w < IW)
+    if ND >= 2:
+        i_h = h0 + tl.load(t_ptrs + 2 * K, mask=t_mask, other=0)
+        ok = ok & (i_h >= 0) & (i_h < IH)
+    if ND == 3:
+        i_d = d0 + tl.load(t_ptrs + K, mask=t_mask, other=0)
+        ok = ok & (i_d >= 0) & (i_d < ID)
+    return ok'''
 
 _HEAD = '''
     # Sizes: M = N * OD * OH * OW output positions; channels per group; spatial extents;
-    # K = input channels per group * window volume
+    # K = input channels per group * window taps
     M, K, C_IN_G, C_OUT_G, C_OUT, ID, IH, IW, OD, OH, OW,
-    # Strides of x [N, C, D, H, W] and of w along its output (standard) / input channels
-    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo,
-    # Convolution hyper-parameters
+    # Strides of x [N, C, D, H, W], of w along its output (standard) / input channels, and of
+    # the output [N, C, OD, OH, OW] (a transposed convolution's phase is a strided view)
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_on, s_oc, s_od, s_oh, s_ow,
+    # Convolution hyper-parameters (a transposed convolution's phase: stride 1, padding 0)
     st_d, st_h, st_w, pad_d, pad_h, pad_w,
-    # Meta-parameters: spatial dims; bias; transposed; transposed with a stride above 1
-    ND: tl.constexpr, HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,
-    STRIDED_T: tl.constexpr,'''
+    # Meta-parameters: spatial dims; bias; transposed (weights [C_in, C_out / groups, ...])
+    ND: tl.constexpr, HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,'''
 
 _DECODE = '''
-    # Output position -> (n, od, oh, ow), and the input position its window starts from
+    # Output position -> (n, od, oh, ow), and the input position its window starts from:
+    # output position * stride - padding
     ow = offs_m % OW
     t = offs_m // OW
     oh = t % OH
     t = t // OH
     od = t % OD
     n = t // OD
-    osp = OD * OH * OW
-    sp = offs_m % osp
-    x_row = n * s_xn
-    if TRANSPOSED:
-        # input position = (output position + padding - window offset) / stride
-        d0 = od + pad_d
-        h0 = oh + pad_h
-        w0 = ow + pad_w
-    else:
-        # input position = output position * stride - padding + window offset
-        d0 = od * st_d - pad_d
-        h0 = oh * st_h - pad_h
-        w0 = ow * st_w - pad_w
-    if not STRIDED_T:
-        x_row += d0 * s_xd + h0 * s_xh + w0 * s_xw'''
+    d0 = od * st_d - pad_d
+    h0 = oh * st_h - pad_h
+    w0 = ow * st_w - pad_w
+    x_row = n * s_xn + d0 * s_xd + h0 * s_xh + w0 * s_xw
+    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow'''
 
-KERNELS = f'''@triton.jit
+KERNELS = _WINDOW + f'''
+
+
+@triton.jit
 def conv_table_kernel(
     # Pointers: the window table [5, K] (int64)
     tab_ptr,
-    # Sizes: K = C_IN_G * KD * KH * KW
-    K, KD, KH, KW,
+    # Sizes: K = C_IN_G * NKD * NKH * NKW taps (the window positions per dim that contribute)
+    K, NKD, NKH, NKW,
     # Strides of x (channel, d, h, w) and of w (input channel, kd, kh, kw)
     s_xc, s_xd, s_xh, s_xw, s_wi, s_wd, s_wh, s_ww,
-    # Dilations
-    dil_d, dil_h, dil_w,
+    # Per dim: the contributing window positions k0 + j * step, and the input offset of
+    # window position k, (base + k * mul) // div (an exact division)
+    k0_d, k0_h, k0_w, step_d, step_h, step_w, base_d, base_h, base_w,
+    mul_d, mul_h, mul_w, div_d, div_h, div_w,
     # Meta-parameters
-    TRANSPOSED: tl.constexpr, STRIDED_T: tl.constexpr, BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
-    # Row 0: the x offset of k's channel (plus its window offset unless STRIDED_T); rows 1-3:
-    # the window offset per dim (negated for a transposed conv); row 4: k's w offset.
+    # Row 0: the x offset of k's channel and window; rows 1-3: the window offset per dim;
+    # row 4: k's w offset.
     offs_k = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs_k < K
-    kvol = KD * KH * KW
-    ci = (offs_k // kvol).to(tl.int64)
-    r = offs_k % kvol
-    kd = r // (KH * KW)
-    kh = (r // KW) % KH
-    kw = r % KW
-    k_d = (kd * dil_d).to(tl.int64)
-    k_h = (kh * dil_h).to(tl.int64)
-    k_w = (kw * dil_w).to(tl.int64)
-    if TRANSPOSED:
-        k_d = -k_d
-        k_h = -k_h
-        k_w = -k_w
-    x_col = ci * s_xc
-    if not STRIDED_T:
-        x_col += k_d * s_xd + k_h * s_xh + k_w * s_xw
-    tl.store(tab_ptr + offs_k, x_col, mask=mask)
+    taps = NKD * NKH * NKW
+    ci = (offs_k // taps).to(tl.int64)
+    r = offs_k % taps
+    kd = k0_d + (r // (NKH * NKW)) * step_d
+    kh = k0_h + ((r // NKW) % NKH) * step_h
+    kw = k0_w + (r % NKW) * step_w
+    k_d = ((base_d + kd * mul_d) // div_d).to(tl.int64)
+    k_h = ((base_h + kh * mul_h) // div_h).to(tl.int64)
+    k_w = ((base_w + kw * mul_w) // div_w).to(tl.int64)
+    tl.store(tab_ptr + offs_k, ci * s_xc + k_d * s_xd + k_h * s_xh + k_w * s_xw, mask=mask)
     tl.store(tab_ptr + K + offs_k, k_d, mask=mask)
     tl.store(tab_ptr + 2 * K + offs_k, k_h, mask=mask)
     tl.store(tab_ptr + 3 * K + offs_k, k_w, mask=mask)
@@ -175,7 +166,7 @@ def conv_gemm_kernel(
     co = g * C_OUT_G + offs_n
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    out_ptrs = out_ptr + ((n * C_OUT * osp + sp)[:, None] + co[None, :].to(tl.int64) * osp)
+    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_n[None, :])
 
@@ -203,28 +194,8 @@ def conv_depthwise_kernel(
         w_base = offs_c.to(tl.int64) * s_wo
     acc = tl.zeros((BLOCK_M, BLOCK_C), dtype=tl.float32)
     for k in range(0, K):
-        x_k = tl.load(tab_ptr + k)
-        i_w = w0 + tl.load(tab_ptr + 3 * K + k)
-        if ND >= 2:
-            i_h = h0 + tl.load(tab_ptr + 2 * K + k)
-        if ND == 3:
-            i_d = d0 + tl.load(tab_ptr + K + k)
-        if STRIDED_T:
-            ok = (i_w >= 0) & (i_w % st_w == 0) & (i_w < IW * st_w)
-            x_off = x_row + x_k + (i_w // st_w) * s_xw
-            if ND >= 2:
-                ok = ok & (i_h >= 0) & (i_h % st_h == 0) & (i_h < IH * st_h)
-                x_off += (i_h // st_h) * s_xh
-            if ND == 3:
-                ok = ok & (i_d >= 0) & (i_d % st_d == 0) & (i_d < ID * st_d)
-                x_off += (i_d // st_d) * s_xd
-        else:
-            ok = (i_w >= 0) & (i_w < IW)
-            if ND >= 2:
-                ok = ok & (i_h >= 0) & (i_h < IH)
-            if ND == 3:
-                ok = ok & (i_d >= 0) & (i_d < ID)
-            x_off = x_row + x_k
+        ok = conv_window(tab_ptr + k, k < K, K, d0, h0, w0, ID, IH, IW, ND)
+        x_off = x_row + tl.load(tab_ptr + k)
         x_mask = (mask_m & ok)[:, None] & mask_c[None, :]
         x_tile = tl.load(x_ptr + (x_off[:, None] + x_cols[None, :]), mask=x_mask,
                          other=0.0).to(tl.float32)
@@ -233,7 +204,7 @@ def conv_depthwise_kernel(
         acc += x_tile * w_vec[None, :]
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
-    out_ptrs = out_ptr + ((n * C_OUT * osp + sp)[:, None] + offs_c[None, :].to(tl.int64) * osp)
+    out_ptrs = out_ptr + (o_row[:, None] + offs_c[None, :].to(tl.int64) * s_oc)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_c[None, :])'''
 
@@ -247,6 +218,53 @@ LAUNCHER = '''def _per_dim(value, nd, fill, name):
     if len(values) != nd:
         raise ValueError(f"{name} has {len(values)} entries for a {nd}-d convolution")
     return [fill] * (3 - nd) + [int(v) for v in values]
+
+
+def _phase_taps(phase, size, stride, pad, dil):
+    """The window positions k of a transposed convolution that reach the output positions
+    phase + stride * j, as (first, step, count), and the input offset of k as (base, mul, div):
+    input = j + (phase + pad - k * dil) / stride, an exact division."""
+    taps = [k for k in range(size) if (phase + pad - k * dil) % stride == 0]
+    step = taps[1] - taps[0] if len(taps) > 1 else 1
+    return (taps[0] if taps else 0, step, len(taps)), (phase + pad, -dil, stride)
+
+
+def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
+                 pad, s_wi, nd):
+    """The window table of one convolution (or one phase of a transposed one) and its GEMM or
+    depthwise kernel, writing ``out`` [N, C_out, OD, OH, OW] (any strides)."""
+    n_batch, c_out = out.shape[0], out.shape[1]
+    m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
+    if m == 0:
+        return
+    k_total = c_in_g * taps[0][2] * taps[1][2] * taps[2][2]
+    table = torch.empty((5, max(1, k_total)), dtype=torch.int64, device=x5.device)
+    if k_total:
+        conv_table_kernel[(triton.cdiv(k_total, 256),)](
+            table, k_total, taps[0][2], taps[1][2], taps[2][2], *x5.stride()[1:], s_wi,
+            *w5.stride()[2:], *(t[0] for t in taps), *(t[1] for t in taps),
+            *(o[0] for o in offsets), *(o[1] for o in offsets), *(o[2] for o in offsets),
+            BLOCK=256)
+    has_bias = bias is not None
+    # per group, w advances by its input (transposed) or output channels
+    s_wo = w5.stride(1) if transposed else w5.stride(0)
+    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
+    args = (x5, w5, bias if has_bias else w5, table, out,
+            m, k_total, c_in_g, c_out_g, c_out, *x5.shape[2:], *out.shape[2:],
+            *x5.stride(), s_wg, s_wo, *out.stride(), *st, *pad)
+    meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed))
+    if c_in_g > 1:
+        # no wider than the channels and taps (a transposed phase may hold few taps)
+        block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+        block_k = min(BLOCK_K, max(16, triton.next_power_of_2(k_total)))
+        grid = (triton.cdiv(m, BLOCK_M), groups * triton.cdiv(c_out_g, block_n))
+        conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
+                               BLOCK_K=block_k, num_warps=NUM_WARPS)
+    else:
+        block_c = min(BLOCK_N, max(16, triton.next_power_of_2(c_out)))
+        grid = (triton.cdiv(m, BLOCK_M), triton.cdiv(c_out, block_c))
+        conv_depthwise_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_C=block_c,
+                                    num_warps=NUM_WARPS)
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding):
@@ -270,48 +288,41 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         opad = _per_dim(output_padding, nd, 0, "output_padding")
         sizes_out = [(i - 1) * s - 2 * p + d * (k - 1) + o + 1
                      for i, s, p, d, k, o in zip(sizes_in, st, pad, dil, ks, opad)]
-        s_wi, s_wo = w5.stride(0), w5.stride(1)
+        s_wi = w5.stride(0)
         if weight.shape[0] != c_in:
             raise ValueError(f"weight has {weight.shape[0]} input channels; x has {c_in}")
     else:
         c_in_g, c_out_g = weight.shape[1], weight.shape[0] // groups
         sizes_out = [(i + 2 * p - d * (k - 1) - 1) // s + 1
                      for i, s, p, d, k in zip(sizes_in, st, pad, dil, ks)]
-        s_wi, s_wo = w5.stride(1), w5.stride(0)
+        s_wi = w5.stride(1)
     if c_in_g * groups != c_in:
         raise ValueError(f"x has {c_in} channels; the weight expects {c_in_g} x {groups} groups")
     if min(sizes_out) <= 0:
         raise ValueError(f"the output would be empty ({sizes_out})")
     c_out = c_out_g * groups
     out = torch.empty((n_batch, c_out, *sizes_out), dtype=x.dtype, device=x.device)
-    m = n_batch * sizes_out[0] * sizes_out[1] * sizes_out[2]
-    if m == 0 or c_out == 0:
+    if out.numel() == 0:
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
-    has_bias = bias is not None
-    # A transposed convolution with unit strides gathers like a standard one (window negated)
-    strided_t = bool(transposed) and st != [1, 1, 1]
-    k_total = c_in_g * ks[0] * ks[1] * ks[2]
-    table = torch.empty((5, k_total), dtype=torch.int64, device=x.device)
-    conv_table_kernel[(triton.cdiv(k_total, 256),)](
-        table, k_total, *ks, *x5.stride()[1:], s_wi, *w5.stride()[2:], *dil,
-        TRANSPOSED=bool(transposed), STRIDED_T=strided_t, BLOCK=256)
-    # per group, w advances by its input (transposed) or output channels
-    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
-    args = (x5, w5, bias if has_bias else w5, table, out,
-            m, k_total, c_in_g, c_out_g, c_out, *sizes_in, *sizes_out,
-            *x5.stride(), s_wg, s_wo, *st, *pad)
-    meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), STRIDED_T=strided_t)
-    if c_in_g > 1:
-        block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
-        grid = (triton.cdiv(m, BLOCK_M), groups * triton.cdiv(c_out_g, block_n))
-        conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                               BLOCK_K=BLOCK_K, num_warps=NUM_WARPS)
-    else:
-        block_c = min(BLOCK_N, max(16, triton.next_power_of_2(c_out)))
-        grid = (triton.cdiv(m, BLOCK_M), triton.cdiv(c_out, block_c))
-        conv_depthwise_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_C=block_c,
-                                    num_warps=NUM_WARPS)
+    if not transposed:
+        _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
+                     [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd)
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
+    # A transposed convolution, one stride phase at a time: the output positions
+    # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
+    # a fixed offset: a standard convolution with stride 1 written into a strided view of the
+    # output. No tap is spent on the positions the stride skips.
+    for pd in range(st[0]):
+        for ph in range(st[1]):
+            for pw in range(st[2]):
+                found = [_phase_taps(p, k, s, q, d)
+                         for p, k, s, q, d in zip((pd, ph, pw), ks, st, pad, dil)]
+                view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
+                _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
+                             [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
+                             [0, 0, 0], s_wi, nd)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
+
 
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
                  torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)

@@ -9,12 +9,12 @@ from collections.abc import Callable
 
 from kernelevolve.problem import Problem
 
-from . import argreduce, conv, loss, norm, pool, scan
+from . import argreduce, attention, conv, loss, norm, pool, scan
 from .plan import KernelPlan
 from .trace import Traced
 
 MATCHERS: list[Callable[[Problem, Traced], KernelPlan | None]] = [
-    conv.plan, pool.plan, norm.plan, scan.plan, argreduce.plan, loss.plan]
+    conv.plan, pool.plan, norm.plan, scan.plan, argreduce.plan, loss.plan, attention.plan]
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:

@@ -100,6 +100,80 @@ def leaf_view(x: Node, out: tuple[int, ...]) -> Node:
     return replace_operand(x, src.expr + suffix, out)
 
 
+_CHAIN_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "permute", "transpose",
+              "t", "expand"}
+Atom = tuple[tuple[int, ...], int]  # (order key, size): a source dim or a piece of one
+
+
+def view_chain(node: torch.fx.Node) -> tuple[Any, list[list[Atom]]] | None:
+    """The start of the chain of view ops ending at ``node`` (a view or reshape) that permutes
+    dims on the way (``einsum`` writes such chains), and what each output dim holds of the start's
+    dims: a list of atoms (a source dim, or a row-major piece of one, in order). None when the
+    chain has no permute, or a step is not a view (an expand that broadcasts, a split of a dim
+    that does not divide)."""
+    chain: list[torch.fx.Node] = []
+    cur: Any = node
+    while (isinstance(cur, torch.fx.Node) and cur.op == "call_function"
+           and op_name(cur) in _CHAIN_OPS):
+        chain.insert(0, cur)
+        cur = cur.args[0]
+    if not isinstance(cur, torch.fx.Node) or not any(
+            op_name(n) in {"permute", "transpose", "t"} for n in chain):
+        return None
+    dims: list[list[Atom]] = [[((d,), s)] if s != 1 else [] for d, s in enumerate(val_shape(cur))]
+    for step in chain:
+        name, out = op_name(step), val_shape(step)
+        if name == "expand":
+            if out != tuple(math.prod(a[1] for a in d) for d in dims):
+                return None
+        elif name == "permute":
+            perm: Any = step.args[1]
+            dims = [dims[int(d) % len(dims)] for d in perm]
+        elif name in {"transpose", "t"}:
+            a, b = ((0, 1) if name == "t" else
+                    (int(step.args[1]) % len(dims), int(step.args[2]) % len(dims)))  # type: ignore[arg-type]
+            dims[a], dims[b] = dims[b], dims[a]
+        else:
+            regrouped = _regroup([a for d in dims for a in d], out)
+            if regrouped is None:
+                return None
+            dims = regrouped
+    return cur, dims
+
+
+def _regroup(atoms: list[Atom], out: tuple[int, ...]) -> list[list[Atom]] | None:
+    """Row-major atoms re-cut into dims of sizes ``out``, splitting an atom where a dim needs part
+    of it (its outer piece first); None when a size does not divide."""
+    pending = list(atoms)
+    dims: list[list[Atom]] = []
+    for size in out:
+        dim: list[Atom] = []
+        need = size
+        while need > 1:
+            if not pending:
+                return None
+            key, n = pending.pop(0)
+            if n <= need:
+                if need % n:
+                    return None
+                dim.append((key, n))
+                need //= n
+            else:
+                if n % need:
+                    return None
+                dim.append(((*key, 0), need))
+                pending.insert(0, ((*key, 1), n // need))
+                need = 1
+        dims.append(dim)
+    return dims if not pending else None
+
+
+def in_order(dims: list[list[Atom]]) -> bool:
+    """Whether the dims read the chain's start in its own row-major order (a plain reshape)."""
+    keys = [key for d in dims for key, _ in d]
+    return keys == sorted(keys)
+
+
 def replace_operand(x: Node, expr: str, shape: tuple[int, ...]) -> Node:
     assert x.operand is not None
     operand = replace(x.operand, expr=expr, shape=shape)
@@ -320,7 +394,29 @@ class BaseLowerer:
         return Node("reshape", (x,), (), out, x.dtype)
 
     def op_view(self, node: torch.fx.Node) -> Node:
+        collapsed = self.reshape_chain(node)
+        if collapsed is not None:
+            return collapsed
         return self.view_to(self._v(node, 0), val_shape(node), node)
+
+    def reshape_chain(self, node: torch.fx.Node) -> Node | None:
+        """A chain of views with permutes that, taken together, only reshapes its start (two
+        permutes that cancel around a size-1 dim): the start viewed once. None otherwise."""
+        found = view_chain(node)
+        if found is None or not in_order(found[1]):
+            return None
+        start, dims = found
+        x = self.lower(start)
+        if not isinstance(x, Node):
+            return None
+        if x.op != "load":
+            return self.view_to(x, val_shape(node), node) if x.op == "gemm" else None
+        assert x.operand is not None
+        if x.operand.chunk is not None or any(len(key) > 1 for d in dims for key, _ in d):
+            return None  # a piece of a dim has no size expression
+        expr = x.operand.expr
+        sizes = [" * ".join(f"{expr}.shape[{key[0]}]" for key, _ in d) or "1" for d in dims]
+        return replace_operand(x, f"{expr}.reshape({', '.join(sizes)})", val_shape(node))
 
     op_unsafe_view = op_reshape = op_unsqueeze = op_squeeze = op_view
 

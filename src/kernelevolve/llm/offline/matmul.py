@@ -2,14 +2,31 @@
 elementwise ops that follow it fused into the epilogue.
 
 Output tiles are visited in grouped order (GROUP_M rows of tiles share their B columns in L2).
-Operands are read through their strides, so ``W^T`` of an nn.Linear is never copied. fp32 uses
-``input_precision="ieee"`` (TF32 products miss the 1e-4 fp32 tolerance); fp16/bf16 tiles go to the
-tensor cores, except in the CPU interpreter, which multiplies 16-bit tiles as raw integers, so
-there they are upcast first (exact: products of 16-bit floats fit fp32).
+Operands are read through their strides, so ``W^T`` of an nn.Linear is never copied.
+
+fp32 products: plain TF32 (10 mantissa bits) misses the 1e-4 fp32 tolerance, but split precision
+still reaches the tensor cores: ``input_precision="tf32x3"`` writes each operand as a TF32 high part
+plus a TF32 remainder and sums three tensor-core products (hi*hi + hi*lo + lo*hi), leaving out only
+lo*lo, a relative 2^-22 per product: fp32-level error (1e-6-7e-6 measured) on the tensor cores
+(``benchmarks/results/matmul_tf32x3_h200.md`` measures both on twelve level-1 matmul shapes). The
+template's ``TF32X3`` parameter picks it (the default) or ``"ieee"`` (FMA units, no tensor cores).
+The interpreter computes every precision exactly, so only a GPU run tells them apart. TF32
+tensor-core products read both tiles K-major, so on the GPU an operand laid out otherwise (b of
+``x @ w``, a of ``x.T @ w``) is first copied K-major: one pass over it, far cheaper than the
+product it speeds up (measured on the H200 at 4096^2: 3.96 ms before the copy, 2.01 ms with it).
+
+Split-K (``SPLIT_K``, non-batched): where the output has too few tiles to occupy the GPU and K
+is long (KernelBench's 256x256 by K=524288 has 4 tiles of 128x128), each of SPLIT_K programs per
+tile sums one K range into an fp32 workspace and a second launch adds the ranges in a fixed
+order and applies the epilogue: deterministic, unlike atomics.
+
+fp16/bf16 tiles go to the tensor cores, except in the CPU interpreter, which multiplies 16-bit tiles
+as raw integers, so there they are upcast first (exact: products of 16-bit floats fit fp32).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,10 +46,27 @@ SPACE = {"BLOCK_M": (16, 32, 64, 128, 256), "BLOCK_N": (16, 32, 64, 128, 256),
          "BLOCK_K": (16, 32, 64, 128), "GROUP_M": (1, 4, 8, 16), "num_warps": (2, 4, 8),
          "num_stages": (1, 2, 3, 4, 5)}
 DEFAULTS_FP32 = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8,
-                 "num_stages": 3}
+                 "num_stages": 3, "TF32X3": 1}
+SPACE_FP32 = {**SPACE, "TF32X3": (1, 0)}  # 1: tf32x3 tensor-core products, 0: ieee FMA
 DEFAULTS_16 = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
                "num_stages": 3}
+SPLIT_KS = (1, 2, 4, 8, 16, 32, 64)
+SPLIT_MIN_PROGRAMS = 128  # about one program per SM of a large GPU (H100/H200: 132)
+SPLIT_MIN_K = 2048  # each split's K range at least this long, or the second pass costs more
 SMEM_BYTES = 227 * 1024  # Hopper's shared memory per block (H100/H200: 227 KB usable)
+
+
+def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
+    """The split of K the template starts from: 1, unless the output has too few tiles to give
+    every SM a program and K is long enough to share out (KernelBench's 256x256 by K=524288)."""
+    m = math.prod(spec.a.shape[:-1]) if spec.a_flatten else spec.a.shape[-2]
+    k, n = spec.a.shape[-1], spec.b.shape[-1]
+    tiles = -(-m // params["BLOCK_M"]) * -(-n // params["BLOCK_N"])
+    split = 1
+    while (split < SPLIT_KS[-1] and tiles * split < SPLIT_MIN_PROGRAMS
+           and k // (2 * split) >= SPLIT_MIN_K):
+        split *= 2
+    return split
 
 
 @dataclass
@@ -105,6 +139,8 @@ class MatmulTemplate:
         if self.bias_op is not None:
             others = [self.bias_op] + [o for o in others if o is not self.bias_op]
         ptrs = ["a_ptr", "b_ptr"] + [f"{names[id(o)]}_ptr" for o in others] + ["out_ptr"]
+        if not batched:
+            ptrs.append("ws_ptr")
         strides = ["stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_om"]
         tiles = [o for o in others if self.kinds[id(o)] == "tile"]
         strides += [f"stride_{names[id(o)]}_m" for o in tiles]
@@ -123,6 +159,12 @@ class MatmulTemplate:
                   "    GROUP_M: tl.constexpr,"]
         if self.half:
             lines.append("    UPCAST: tl.constexpr,")
+        else:
+            lines.append("    TF32X3: tl.constexpr,")
+        if not batched:
+            lines += ["    # split-K: 0 one pass; 1 each program's K range into ws [SPLIT_K, M, N];",
+                      "    # 2 the sum over ws, then the epilogue",
+                      "    PHASE: tl.constexpr, SPLIT_K: tl.constexpr,"]
         lines += ["):",
                   "    # Grouped ordering: GROUP_M rows of output tiles share their b columns",
                   "    # in L2.",
@@ -141,27 +183,56 @@ class MatmulTemplate:
                   "    mask_m = offs_m < M", "    mask_n = offs_n < N"]
         a0 = "a_ptr + batch * stride_ab" if batched else "a_ptr"
         b0 = "b_ptr + batch * stride_bb" if batched else "b_ptr"
-        lines += [f"    a_ptrs = {a0} + offs_m[:, None].to(tl.int64) * stride_am + "
-                  "offs_k[None, :] * stride_ak",
-                  f"    b_ptrs = {b0} + offs_k[:, None] * stride_bk + "
-                  "offs_n[None, :].to(tl.int64) * stride_bn",
-                  "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-                  "    for k in range(0, K, BLOCK_K):",
-                  "        k_mask = offs_k < K - k",
-                  "        a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)",
-                  "        b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], other=0.0)"]
-        if self.half:
-            lines += ["        if UPCAST:",
-                      "            # The interpreter multiplies 16-bit tiles as raw integers.",
-                      "            acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, "
-                      "input_precision=\"ieee\")",
-                      "        else:", "            acc = tl.dot(a, b, acc)"]
+        ind = "    " if batched else "        "  # the K loop sits under `else:` with split-K
+        if not batched:
+            lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+                      "    ws_tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]",
+                      "    if PHASE == 2:",
+                      "        for s in range(0, SPLIT_K):",
+                      "            acc += tl.load(ws_ptr + s * M * N + ws_tile,",
+                      "                           mask=mask_m[:, None] & mask_n[None, :], other=0.0)",
+                      "    else:",
+                      "        k_lo = 0",
+                      "        k_hi = K",
+                      "        if PHASE == 1:",
+                      "            k_per = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K) * BLOCK_K",
+                      "            k_lo = tl.program_id(1) * k_per",
+                      "            k_hi = tl.minimum(K, k_lo + k_per)"]
         else:
-            lines.append("        # fp32: full-precision products (TF32 would miss the tolerance).")
-            lines.append("        acc = tl.dot(a, b, acc, input_precision=\"ieee\")")
-        lines += ["        a_ptrs += BLOCK_K * stride_ak", "        b_ptrs += BLOCK_K * stride_bk",
-                  "    # Epilogue, in fp32 registers",
-                  "    mask = mask_m[:, None] & mask_n[None, :]"]
+            lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
+        start = "k_lo" if not batched else "0"
+        lines += [f"{ind}a_ptrs = {a0} + offs_m[:, None].to(tl.int64) * stride_am + "
+                  f"({start} + offs_k[None, :]) * stride_ak",
+                  f"{ind}b_ptrs = {b0} + ({start} + offs_k[:, None]) * stride_bk + "
+                  "offs_n[None, :].to(tl.int64) * stride_bn",
+                  f"{ind}for k in range({start}, {'k_hi' if not batched else 'K'}, BLOCK_K):",
+                  f"{ind}    k_mask = offs_k < {'k_hi' if not batched else 'K'} - k",
+                  f"{ind}    a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
+                  "other=0.0)",
+                  f"{ind}    b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
+                  "other=0.0)"]
+        if self.half:
+            body = ["if UPCAST:",
+                    "    # The interpreter multiplies 16-bit tiles as raw integers.",
+                    "    acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, "
+                    "input_precision=\"ieee\")",
+                    "else:", "    acc = tl.dot(a, b, acc)"]
+        else:
+            body = ["if TF32X3:",
+                    "    # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi):",
+                    "    # fp32-level error; plain TF32 would miss the tolerance.",
+                    "    acc = tl.dot(a, b, acc, input_precision=\"tf32x3\")",
+                    "else:",
+                    "    acc = tl.dot(a, b, acc, input_precision=\"ieee\")"]
+        body += ["a_ptrs += BLOCK_K * stride_ak", "b_ptrs += BLOCK_K * stride_bk"]
+        lines += [f"{ind}    {line}" for line in body]
+        lines.append("    mask = mask_m[:, None] & mask_n[None, :]")
+        if not batched:
+            lines += ["    if PHASE == 1:",
+                      "        tl.store(ws_ptr + tl.program_id(1) * M * N + ws_tile, acc, "
+                      "mask=mask)",
+                      "    else:"]
+        lines.append(f"{ind}# Epilogue, in fp32 registers")
 
         def leaf(n: Node) -> str | None:
             if n.op == "gemm":
@@ -195,12 +266,12 @@ class MatmulTemplate:
                                   f"other=0.0).to(tl.float32)")
             return writer.tmp(f"tl.load({name}_ptr).to(tl.float32)")
 
-        writer = ExprWriter(lines, "    ", leaf, self.sig.scalars, prefix="e")
+        writer = ExprWriter(lines, ind, leaf, self.sig.scalars, prefix="e")
         result = writer.emit(self.lowered.output)
         o0 = "out_ptr + batch * stride_ob" if batched else "out_ptr"
-        lines += [f"    out_ptrs = {o0} + offs_m[:, None].to(tl.int64) * stride_om + "
+        lines += [f"{ind}out_ptrs = {o0} + offs_m[:, None].to(tl.int64) * stride_om + "
                   "offs_n[None, :]",
-                  f"    tl.store(out_ptrs, {result}.to(out_ptr.dtype.element_ty), mask=mask)"]
+                  f"{ind}tl.store(out_ptrs, {result}.to(out_ptr.dtype.element_ty), mask=mask)"]
         return "\n".join(lines)
 
     # -- launcher --------------------------------------------------------------------------
@@ -224,6 +295,15 @@ class MatmulTemplate:
                   f"        raise ValueError(f\"cannot multiply {{list({a}.shape)}} by "
                   f"{{list({b}.shape)}}\")",
                   "    M, K = a.shape[-2], a.shape[-1]", "    N = b.shape[-1]"]
+        if not self.half:
+            lines += ["    if TF32X3 and a.device.type == \"cuda\":",
+                      "        # TF32 tensor-core products read both tiles K-major (a row-major,",
+                      "        # b column-major); an operand laid out otherwise is copied once,",
+                      "        # a pass over it that costs far less than the product it speeds up.",
+                      "        if a.stride(-1) != 1:",
+                      "            a = a.contiguous()",
+                      "        if b.stride(-2) != 1:",
+                      "            b = b.transpose(-1, -2).contiguous().transpose(-1, -2)"]
         dtype = dtype_expr(self.gemm.dtype, [spec.a], {id(spec.a): a})
         if batched:
             lines.append(f"    out = torch.empty((a.shape[0], M, N), dtype={dtype}, "
@@ -262,22 +342,48 @@ class MatmulTemplate:
         if batched:
             strides += ["a.stride(0)", "b.stride(0)", "out.stride(0)"] + [
                 f"{names[id(o)]}.stride(0)" for o in tiles]
-        lines += ["    fused_matmul_kernel[grid](",
-                  f"        {', '.join(['a', 'b'] + [names[id(o)] for o in others] + ['out'])},",
-                  "        M, N, K,", f"        {', '.join(strides)},"]
-        if sig.scalars:
-            lines.append(f"        {', '.join(sig.scalars.values())},")
-        lines.append("        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,")
-        if self.half:
-            lines.append("        UPCAST=a.device.type == \"cpu\",")
-        lines += ["        num_warps=NUM_WARPS, num_stages=NUM_STAGES,", "    )",
-                  "    return out.view(out_shape)"]
+        ptrs = ['a', 'b'] + [names[id(o)] for o in others] + ['out']
+
+        def launch(grid_expr: str, ws: str | None, phase: int, split: str) -> list[str]:
+            call = [f"    fused_matmul_kernel[{grid_expr}](",
+                    f"        {', '.join(ptrs + ([ws] if ws else []))},",
+                    "        M, N, K,", f"        {', '.join(strides)},"]
+            if sig.scalars:
+                call.append(f"        {', '.join(sig.scalars.values())},")
+            call.append("        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, "
+                        "GROUP_M=GROUP_M,")
+            if self.half:
+                call.append("        UPCAST=a.device.type == \"cpu\",")
+            else:
+                call.append("        TF32X3=TF32X3,")
+            if ws:
+                call.append(f"        PHASE={phase}, SPLIT_K={split},")
+            return call + ["        num_warps=NUM_WARPS, num_stages=NUM_STAGES,", "    )"]
+
+        if batched:
+            lines += launch("grid", None, 0, "1")
+        else:
+            lines += ["    if SPLIT_K > 1:",
+                      "        # split-K: too few output tiles to fill the GPU, a long K. Each",
+                      "        # program sums its K range into ws; a second pass adds them up in",
+                      "        # a fixed order (deterministic) and applies the epilogue.",
+                      "        ws = torch.empty((SPLIT_K, M, N), dtype=torch.float32, "
+                      "device=a.device)"]
+            lines += ["    " + ln for ln in launch("(grid[0], SPLIT_K)", "ws", 1, "SPLIT_K")]
+            lines += ["    " + ln for ln in launch("grid", "ws", 2, "SPLIT_K")]
+            lines.append("    else:")
+            lines += ["    " + ln for ln in launch("grid", "out", 0, "1")]
+        lines.append("    return out.view(out_shape)")
         return "\n".join(lines)
 
     def render(self, params: Mapping[str, int]) -> str:
         consts = {"BLOCK_M": params["BLOCK_M"], "BLOCK_N": params["BLOCK_N"],
                   "BLOCK_K": params["BLOCK_K"], "GROUP_M": params["GROUP_M"],
                   "NUM_WARPS": params["num_warps"], "NUM_STAGES": params["num_stages"]}
+        if not self.half:
+            consts["TF32X3"] = params["TF32X3"]
+        if not self.spec.batched:
+            consts["SPLIT_K"] = params["SPLIT_K"]
         return module_source(self.problem, self.description, consts, [self._kernel()],
                              [self._launcher()], self.traced.forward_args,
                              self.sig.call("fused_matmul"))
@@ -297,5 +403,9 @@ class MatmulTemplate:
                        if epilogue else "")
         half = spec.a.dtype in (torch.float16, torch.bfloat16)
         defaults = dict(DEFAULTS_16 if half else DEFAULTS_FP32)
-        return KernelPlan("matmul", desc, dict(SPACE), defaults,
+        space = dict(SPACE) if half else dict(SPACE_FP32)
+        if not spec.batched:
+            space["SPLIT_K"] = SPLIT_KS
+            defaults["SPLIT_K"] = split_k(spec, defaults)
+        return KernelPlan("matmul", desc, space, defaults,
                           cls(problem, traced, lowered, desc))

@@ -36,7 +36,7 @@ def norm_partial_kernel(
     # One program sums (x - shift) and (x - shift)^2 over one chunk of group q's P * R elements.
     q = tl.program_id(0)
     split = tl.program_id(1)
-    n_elem = P.to(tl.int64) * R
+    n_elem = tl.cast(P, tl.int64) * R  # tl.cast: P may be 1, a constexpr on the GPU
     shift = tl.load(x_ptr + q.to(tl.int64) * R).to(tl.float32)
     start = split.to(tl.int64) * chunk
     acc1 = tl.zeros([BLOCK], tl.float32)
@@ -74,7 +74,7 @@ def norm_stats_kernel(
         base = (q.to(tl.int64) * n_splits + offs) * 2
         s1 += tl.load(part_ptr + base, mask=mask, other=0.0)
         s2 += tl.load(part_ptr + base + 1, mask=mask, other=0.0)
-    n = (P.to(tl.int64) * R).to(tl.float32)
+    n = (tl.cast(P, tl.int64) * R).to(tl.float32)
     m1 = tl.sum(s1, axis=0) / n
     var = tl.maximum(tl.sum(s2, axis=0) / n - m1 * m1, 0.0)
     tl.store(stats_ptr + q * 2, shift + m1)

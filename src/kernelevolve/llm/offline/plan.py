@@ -12,6 +12,7 @@ OPERATOR_CLASSES = (
     "rowwise",  # other fused row programs: elementwise ops around reductions over the last dims
     # whole-operator templates (families.py)
     "convolution", "pooling", "normalization", "scan", "argreduce", "loss", "full_reduction",
+    "attention",
 )
 
 

@@ -5,6 +5,11 @@ The input is viewed as [outer, reduce, inner]; a program owns one outer index an
 columns and walks the reduced axis in BLOCK_R-row tiles, so every load stays contiguous along
 the inner (last) dim. Elementwise ops before the reduction (on inputs of the same shape) and
 after it (with constants) are fused.
+
+When the output has the input's shape (``x / sqrt(mean(x ** 2, dim=1, keepdim=True) + eps)``,
+an RMS norm over channels), the program walks the reduced axis a second time and writes each
+element from its input and the column's reduced value: the per-column epilogue (``sqrt(. +
+eps)``) is computed once between the passes.
 """
 
 from __future__ import annotations
@@ -48,7 +53,11 @@ class ReduceDimTemplate:
             raise Unsupported("a reduction over non-adjacent dims, which no template covers")
         prologue = red.args[0].walk()
         below = {id(n) for n in prologue}
+        # A tensor output: the reduced value broadcast back over the input it came from.
+        self.tensor_out = self.keepdim and self.lowered.output.shape == self.main
         for n in self.lowered.nodes:
+            if self.tensor_out and n.op == "load" and n.shape in (self.main, ()):
+                continue
             if id(n) in below or n is red:
                 if n.op == "load" and n.operand is not None and n.shape not in (self.main, ()):
                     raise Unsupported(f"{n.operand.expr} {list(n.shape)} is broadcast inside a "
@@ -111,27 +120,61 @@ class ReduceDimTemplate:
                 assert n.operand is not None
                 name = names[id(n.operand)]
                 if n.operand.shape == ():
-                    return inner.tmp(f"tl.load({name}_ptr).to(tl.float32)")
-                return inner.tmp(f"tl.load({name}_ptr + offs, mask=mask, other=0.0)"
-                                 f".to(tl.float32)")
-            return None
-
-        inner = ExprWriter(lines, "        ", load, self.sig.scalars, prefix="v")
-        v = inner.emit(self.red.args[0])
-        step = _COMBINE[self.kind].format(a="acc", v=f"tl.where(mask, {v}, {ident})")
-        lines.append(f"        acc = {step}")
+                    return writer[0].tmp(f"tl.load({name}_ptr).to(tl.float32)")
+                return writer[0].tmp(f"tl.load({name}_ptr + offs, mask=mask, other=0.0)"
+                                     f".to(tl.float32)")
+            return epilogue(n)
 
         def epilogue(n: Node) -> str | None:
             if n.op == "count":
                 return f"(n_reduce - {n.attrs[1]})" if n.attrs[1] else "n_reduce"
             return None
 
+        inner = ExprWriter(lines, "        ", load, self.sig.scalars, prefix="v")
+        writer = [inner]  # the writer whose loop the loads go into
+        v = inner.emit(self.red.args[0])
+        step = _COMBINE[self.kind].format(a="acc", v=f"tl.where(mask, {v}, {ident})")
+        lines.append(f"        acc = {step}")
+
         after = ExprWriter(lines, "    ", epilogue, self.sig.scalars, prefix="e")
         after.bind(self.red, after.tmp(f"{_FINAL[self.kind]}(acc, axis=0)"))
-        result = after.emit(self.lowered.output)
-        lines.append("    tl.store(out_ptr + outer * n_inner + offs_i, "
-                     f"{result}.to(out_ptr.dtype.element_ty), mask=mask_i)")
+        if not self.tensor_out:
+            result = after.emit(self.lowered.output)
+            lines.append("    tl.store(out_ptr + outer * n_inner + offs_i, "
+                         f"{result}.to(out_ptr.dtype.element_ty), mask=mask_i)")
+            return "\n".join(lines)
+        # The per-column part of the epilogue (what depends on the reduction but on no tensor),
+        # once; then a second pass over the reduced axis writes every element.
+        columns = self._per_column()
+        for n in self.lowered.output.walk():
+            if id(n) in columns and n.op not in ("const", "load"):
+                after.emit(n)
+        lines += ["    for start in range(0, n_reduce, BLOCK_R):",
+                  "        rows = start + offs_r",
+                  "        mask = (rows[:, None] < n_reduce) & mask_i[None, :]",
+                  "        offs = base + rows[:, None].to(tl.int64) * n_inner"]
+        second = ExprWriter(lines, "        ", load, self.sig.scalars, prefix="w")
+        for n in self.lowered.output.walk():
+            if id(n) in columns and n.op not in ("const", "load") and id(n) in after.names:
+                second.bind(n, f"{after.names[id(n)]}[None, :]")
+        writer[0] = second
+        result = second.emit(self.lowered.output)
+        lines.append(f"        tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), "
+                     f"mask=mask)")
         return "\n".join(lines)
+
+    def _per_column(self) -> set[int]:
+        """Ids of the output's nodes that depend on the reduction and on no tensor load."""
+        memo: dict[int, tuple[bool, bool]] = {}  # id -> (reads a tensor, reads the reduction)
+        for n in self.lowered.output.walk(stop={id(self.red)}):
+            if n is self.red:
+                memo[id(n)] = (False, True)
+            elif n.op == "load":
+                memo[id(n)] = (True, False)
+            else:
+                flags = [memo[id(a)] for a in n.args]
+                memo[id(n)] = (any(f[0] for f in flags), any(f[1] for f in flags))
+        return {k for k, (tensor, reduced) in memo.items() if reduced and not tensor}
 
     def _launcher(self) -> str:
         sig, names = self.sig, self.sig.operand_names
@@ -156,11 +199,13 @@ class ReduceDimTemplate:
                   "    n_inner = 1", f"    for size in shape[{b + 1}:]:", "        n_inner *= size",
                   "    if n_reduce == 0:",
                   "        raise ValueError(\"cannot reduce over an empty dim\")"]
-        kept = f"[1] * {b - a + 1}" if self.keepdim else "[]"
+        kept = (f"shape[{a}:{b + 1}]" if self.tensor_out else
+                f"[1] * {b - a + 1}" if self.keepdim else "[]")
         dtype = dtype_expr(self.lowered.output.dtype, self.operands, names)
         lines += [f"    out = torch.empty(shape[:{a}] + {kept} + shape[{b + 1}:], dtype={dtype}, "
                   f"device={main}.device)", "    if out.numel() == 0:", "        return out",
-                  "    n_outer = out.numel() // n_inner",
+                  "    n_outer = out.numel() // (n_inner * n_reduce)" if self.tensor_out
+                  else "    n_outer = out.numel() // n_inner",
                   "    block_i = min(BLOCK_I, triton.next_power_of_2(n_inner))",
                   "    grid = (n_outer * triton.cdiv(n_inner, block_i),)",
                   "    fused_reduction_kernel[grid](",
@@ -190,5 +235,7 @@ class ReduceDimTemplate:
             str(lowered.output.dtype).removeprefix("torch."), "")
         where = f"dim {dims[0]}" if len(dims) == 1 else f"dims {', '.join(map(str, dims))}"
         desc = f"{what} over {where} of a {shape} {dtype} tensor (strided axis)"
+        if lowered.output.shape == red.args[0].shape:
+            desc += ", broadcast back over it in a fused second pass"
         return KernelPlan("reduction", desc, dict(SPACE), dict(DEFAULTS),
                           cls(problem, traced, lowered, desc))

@@ -8,6 +8,13 @@ are all ``native_layer_norm``). Parameters and buffers are traced as placeholder
 Float attributes of the model (``self.scale = scale``) are traced twice: once with their values
 and once with marker values. A constant in the graph that equals a marker comes from that
 attribute, so the candidate reads ``self.scale`` at call time instead of hard-wiring the value.
+A float argument of the forward (``A * s`` with ``get_inputs()`` returning ``[A, 3.14]``) is
+marked the same way, so the candidate reads ``s``.
+
+A number in the graph that comes from a size (``reduction="batchmean"`` divides by the batch,
+attention scales by ``d ** -0.5``) is found by tracing again at other sizes: a constant that
+changes, and equals the same function of an input's dim in both traces, is read from that
+input's shape at call time.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from torch.func import functional_call
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from kernelevolve.errors import ProblemError
-from kernelevolve.problem import Problem, call_factory
+from kernelevolve.problem import MIN_SCALABLE_SIZE, Problem, call_factory, perturbed_sizes
 
 from .plan import Unsupported
 
@@ -172,8 +179,10 @@ def _walk_numbers(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any
         yield path, value
 
 
-def _build(problem: Problem, meta: bool) -> tuple[torch.nn.Module, list[Any]]:
-    sizes = None if meta else problem.shrink_sizes(_REAL_TRACE_ELEMENTS)
+def _build(problem: Problem, meta: bool, sizes: dict[str, int] | None = None
+           ) -> tuple[torch.nn.Module, list[Any]]:
+    if sizes is None and not meta:
+        sizes = problem.shrink_sizes(_REAL_TRACE_ELEMENTS)
     module = problem.module(sizes)
     ctx = torch.device("meta") if meta else contextlib.nullcontext()
     with ctx:
@@ -184,6 +193,25 @@ def _build(problem: Problem, meta: bool) -> tuple[torch.nn.Module, list[Any]]:
     return model, inputs
 
 
+def _check_inputs(inputs: list[Any]) -> None:
+    for value in inputs:
+        if not isinstance(value, torch.Tensor) and type(value) is not float:
+            raise Unsupported(f"get_inputs() returns a {type(value).__name__} ({value!r}); the "
+                              f"templates take tensors and float scalars only")
+
+
+def _marked_inputs(inputs: list[Any], args: list[str], first: int
+                   ) -> tuple[list[Any], dict[float, str]]:
+    """``inputs`` with each float replaced by a marker, and marker -> forward argument name."""
+    out, marks = list(inputs), dict[float, str]()
+    for i, value in enumerate(inputs):
+        if type(value) is float:
+            mark = _MARKER_BASE + 0.0625 * (first + len(marks) + 1)
+            out[i] = mark
+            marks[mark] = args[i]
+    return out, marks
+
+
 def trace(problem: Problem) -> Traced:
     """Trace ``problem``'s Model at its own sizes on the meta device (no memory), or, when an op
     has no meta kernel, with real tensors at shrunk sizes. Raises Unsupported when fx cannot."""
@@ -191,13 +219,13 @@ def trace(problem: Problem) -> Traced:
     for meta in (True, False):
         try:
             model, inputs = _build(problem, meta)
-            if not all(isinstance(t, torch.Tensor) for t in inputs):
-                raise Unsupported("get_inputs() returns non-tensor values; the templates take "
-                                  "tensor inputs only")
+            _check_inputs(inputs)
+            args = forward_arg_names(problem, len(inputs))
             gm = _make_graph(model, inputs)
             attrs = _float_attrs(model)
+            marked_inputs, input_marks = _marked_inputs(inputs, args, len(attrs))
             with _markers(attrs) as marks:
-                marked = _make_graph(model, inputs) if attrs else gm
+                marked = (_make_graph(model, marked_inputs) if attrs or input_marks else gm)
             break
         except Unsupported:
             raise
@@ -209,27 +237,126 @@ def trace(problem: Problem) -> Traced:
                           f"data-dependent control flow or shapes need an LLM")
     n_params = len(list(model.named_parameters())) + len(list(model.named_buffers()))
     param_names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
-    args = forward_arg_names(problem, len(inputs))
     placeholders: dict[str, Placeholder] = {}
     for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         placeholders[node.name] = (Placeholder("param", param_names[i], i) if i < n_params
                                    else Placeholder("input", args[i - n_params], i - n_params))
     traced = Traced(gm.graph, model, placeholders, args)
-    if attrs and _signature(gm) == _signature(marked):
+    # marker -> (the forward expression it stands for, the real value it replaced)
+    known: dict[float, tuple[str, float]] = {}
+    for value, path in marks.items():
+        owner, _, name = path.rpartition(".")
+        known[value] = (self_expr(path),
+                        float(getattr(traced.model.get_submodule(owner), name)))
+    for value, arg in input_marks.items():
+        known[value] = (arg, float(inputs[args.index(arg)]))
+    if known and _signature(gm) == _signature(marked):
         for node, twin in zip(gm.graph.nodes, marked.graph.nodes, strict=True):
             if node.op != "call_function":
                 continue
             # A value equal to the op's default is left out of the call (leaky_relu's 0.01), so
             # the marked twin may carry more arguments: those positions hold no attribute.
-            pairs = [((i,), a, b)
-                     for i, (a, b) in enumerate(zip(node.args, twin.args, strict=False))]
-            pairs += [((k,), node.kwargs[k], twin.kwargs.get(k)) for k in node.kwargs]
-            for path, real, mark in pairs:
-                marked_numbers = dict(_walk_numbers(mark, path))
-                for sub, value in _walk_numbers(real, path):
-                    attr = marks.get(marked_numbers.get(sub))  # type: ignore[arg-type]
-                    if attr is not None and float(value) == float(getattr(
-                            traced.model.get_submodule(attr.rpartition(".")[0]),
-                            attr.rpartition(".")[2])):
-                        traced.scalars[(node.name, sub)] = self_expr(attr)
+            for sub, real, mark in _number_pairs(node, twin):
+                found = known.get(mark)  # type: ignore[arg-type]
+                if found is not None and float(real) == found[1]:
+                    traced.scalars[(node.name, sub)] = found[0]
+    if meta:
+        _size_constants(problem, traced, gm, model, inputs, args)
     return traced
+
+
+def _number_pairs(node: torch.fx.Node, twin: torch.fx.Node
+                  ) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
+    """(path, value in ``node``, value in ``twin``) of every number among the call's arguments."""
+    pairs: list[tuple[tuple[Any, ...], Any, Any]] = [
+        ((i,), a, b) for i, (a, b) in enumerate(zip(node.args, twin.args, strict=False))]
+    pairs += [((k,), node.kwargs[k], twin.kwargs.get(k)) for k in node.kwargs]
+    for path, real, other in pairs:
+        other_numbers = dict(_walk_numbers(other, path))
+        for sub, value in _walk_numbers(real, path):
+            if sub in other_numbers:
+                yield sub, value, other_numbers[sub]
+
+
+# Functions of a size that turn up as constants: the size itself (a batch mean), its reciprocal,
+# and the attention scales (``d ** -0.5``, split as ``d ** -0.25`` on both operands).
+_SIZE_FORMS: tuple[tuple[str, Any], ...] = (
+    ("{}", lambda n: float(n)), ("1.0 / {}", lambda n: 1.0 / n),
+    ("{} ** -0.5", lambda n: n ** -0.5), ("{} ** -0.25", lambda n: n ** -0.25))
+
+
+def _size_exprs(gm: torch.fx.GraphModule, args: list[str], n_params: int
+                ) -> list[tuple[str, float]]:
+    """(expression, value) of every size form of every dim of a forward input (and of its
+    element count), in ``gm``'s shapes."""
+    out = []
+    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"][n_params:]
+    for name, node in zip(args, inputs, strict=False):
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        dims = [(f"{name}.shape[{d}]", int(s)) for d, s in enumerate(val.shape)]
+        dims.append((f"{name}.numel()", int(val.numel())))
+        for expr, size in dims:
+            if size > MIN_SCALABLE_SIZE:  # smaller sizes are never rescaled
+                out += [(form.format(expr), fn(size)) for form, fn in _SIZE_FORMS]
+    return out
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+
+
+def _twin_sizes(problem: Problem) -> dict[str, int] | None:
+    """Sizes other than the problem's own, pairwise distinct where the problem allows (so two
+    equal sizes can be told apart), that the problem accepts; None when none is found."""
+    scalable = sorted(k for k, v in problem.sizes.items() if v > MIN_SCALABLE_SIZE)
+    if not scalable:
+        return None
+    distinct, used = dict(problem.sizes), set(problem.sizes.values())
+    for k in scalable:
+        value = max(MIN_SCALABLE_SIZE + 1, int(problem.sizes[k] * 0.75)) | 1
+        while value in used:
+            value += 2
+        used.add(value)
+        distinct[k] = value
+    for sizes in (distinct, *(perturbed_sizes(problem.sizes, v) for v in range(3))):
+        if problem.rejects(sizes) is None:
+            return sizes
+    return None
+
+
+def _size_constants(problem: Problem, traced: Traced, gm: torch.fx.GraphModule,
+                    model: torch.nn.Module, inputs: list[Any], args: list[str]) -> None:
+    """Mark the graph's numbers that are functions of an input's size (see the module doc)."""
+    n_params = len(list(model.named_parameters())) + len(list(model.named_buffers()))
+    forms = _size_exprs(gm, args, n_params)
+    # Scalar arguments only: a list is a shape or dims, which the templates read from the
+    # traced shapes.
+    numbers = [(node, sub, value) for node in gm.graph.nodes if node.op == "call_function"
+               for sub, value, _ in _number_pairs(node, node)
+               if len(sub) == 1 and (node.name, sub) not in traced.scalars]
+    if not any(_close(float(v), f) for _, _, v in numbers for _, f in forms):
+        return  # the common case: no second trace
+    sizes = _twin_sizes(problem)
+    if sizes is None:
+        return
+    try:
+        twin_model, twin_inputs = _build(problem, True, sizes)
+        twin = _make_graph(twin_model, twin_inputs)
+    except (ProblemError, RuntimeError, NotImplementedError, TypeError, ValueError,
+            IndexError, AttributeError):
+        return  # the constants stay literals; the harness' other sizes will tell
+    ops = [(n.op, str(n.target)) for n in gm.graph.nodes]
+    if ops != [(n.op, str(n.target)) for n in twin.graph.nodes]:
+        return
+    twin_forms = dict(_size_exprs(twin, args, n_params))
+    by_name = {n.name: n for n in twin.graph.nodes}
+    for node, sub, value in numbers:
+        other = dict((p, v) for p, v, _ in _number_pairs(by_name[node.name], by_name[node.name]))
+        if sub not in other or other[sub] == value:
+            continue
+        for expr, f in forms:
+            if _close(float(value), f) and _close(float(other[sub]), twin_forms.get(expr, 0.0)):
+                traced.scalars[(node.name, sub)] = expr
+                break

@@ -69,6 +69,18 @@ class Timing(_Model):
     references_reused: bool = Field(
         False, description="eager/torch.compile latencies measured by an earlier evaluation of "
                            "the run at these sizes and timing settings, not beside this candidate")
+    traffic_bytes: int | None = Field(
+        None, description="bytes of every input read once and every output written once")
+    copy_bandwidth_gbs: float | None = Field(
+        None, description="this device's device-to-device copy bandwidth, measured (GB/s)")
+    roofline_beyond_l2: bool = Field(
+        False, description="the traffic is at least 4x the L2 cache, so the memory roofline "
+                           "is a real floor (below that, data may stay in cache)")
+    eager_roofline: float | None = Field(
+        None, description="fraction of the memory roofline eager reaches: traffic_bytes at the "
+                          "copy bandwidth over eager's median (1.0: moves no byte twice)")
+    candidate_roofline: float | None = Field(
+        None, description="the same fraction for the candidate")
 
 
 class EvalResult(_Model):

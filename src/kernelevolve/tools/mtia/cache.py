@@ -26,6 +26,8 @@ class BufferAccess:
     unique_bytes: float  # distinct bytes touched (<= hi - lo)
     requested_bytes: float  # bytes moved through the SRAM, re-reads included
     is_write: bool
+    # re-reads of blocks the same program loaded shortly before (still resident: hits)
+    near_bytes: float = 0.0
 
 
 @dataclass
@@ -111,10 +113,13 @@ class LruCache:
                 lo = a.lo + span * i / slices
                 hi = a.lo + span * (i + 1) / slices
                 self._touch(lo, hi, density, a.is_write, t)
-        # Re-reads within the launch (tiles read by many programs) hit while the launch's
-        # footprint fits; beyond that a proportional share of them misses.
-        reuse = sum(max(0.0, a.requested_bytes - a.unique_bytes) for a in accesses if not a.is_write)
+        # Re-reads within the launch: a program's re-read of a block it loaded moments before
+        # hits (its reuse distance was measured); other re-reads (tiles read by many programs)
+        # hit while the launch's footprint fits, and beyond that a proportional share misses.
+        near = sum(a.near_bytes for a in accesses if not a.is_write)
+        reuse = sum(max(0.0, a.requested_bytes - a.unique_bytes - a.near_bytes)
+                    for a in accesses if not a.is_write)
         miss_share = max(0.0, 1.0 - self.capacity / footprint) if footprint > 0 else 0.0
         t.dram_read_bytes += reuse * miss_share
-        t.hit_bytes += reuse * (1.0 - miss_share)
+        t.hit_bytes += near + reuse * (1.0 - miss_share)
         return t

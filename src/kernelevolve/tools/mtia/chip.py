@@ -2,13 +2,17 @@
 
 One program runs on one PE (programs are dealt to PEs round-robin by linear program id). A
 program keeps seven units busy: DMA, dot-product engine, SIMD/special-function engine, memory-
-layout unit, reduction engine, the vector RISC-V core that issues commands, and the local memory.
-With ``stages`` pipeline stages (the trip count of its most repeated load) the units overlap:
+layout unit, reduction engine (the *chain*: a tile's data flows through them in turn), the vector
+RISC-V core that issues commands and the local memory (the *floors*: busy while the chain works,
+never a step of their own). With ``stages`` pipeline stages (the trip count of its most
+repeated load) the chain overlaps:
 
-    t_program = max_u t_u + (sum_u t_u - max_u t_u) / stages + dispatch
+    t_program = max(max_u t_u, max_c t_c + (sum_c t_c - max_c t_c) / stages) + dispatch
 
 so a one-shot program serialises its DMA and compute, a deeply pipelined one approaches its
-busiest unit. A launch then takes
+busiest unit. The programs a PE runs one after another pipeline the same way (their work and
+stages summed, one dispatch each) when the local memory holds the next program's first tiles
+beside the current program's (``overlap``); otherwise they run back to back. A launch then takes
 
     t_launch = launch_cost + max(busiest PE, SRAM bytes / SRAM bw, DRAM bytes / effective DRAM bw)
 
@@ -86,11 +90,40 @@ def unit_seconds(counts: np.ndarray, gen: Generation) -> np.ndarray:
     return out
 
 
+# The units a tile's data passes through in turn (DMA, DPE, SIMD/SFU, MLU, reduction engine);
+# the RISC-V core's issue and the local memory's traffic run alongside them (floors).
+CHAIN = [UNITS.index(u) for u in ("dma", "dpe", "se", "mlu", "re")]
+
+
+def pipelined_seconds(units: np.ndarray, stages: np.ndarray, programs: np.ndarray | float,
+                      gen: Generation) -> np.ndarray:
+    """Busy time of each row of ``units`` (one program, or the programs one PE runs overlapped)
+    from its pipeline depth ``stages``; ``programs`` dispatches are added."""
+    chain = units[:, CHAIN]
+    peak = chain.max(axis=1)
+    serial = peak + (chain.sum(axis=1) - peak) / np.maximum(stages, 1)
+    dispatch = gen.program_dispatch_cycles.value / gen.clock
+    return np.maximum(units.max(axis=1), serial) + np.asarray(programs) * dispatch
+
+
 def program_seconds(units: np.ndarray, stages: np.ndarray, gen: Generation) -> np.ndarray:
     """Time of each program from its unit busy times and its pipeline depth."""
-    peak = units.max(axis=1)
-    total = units.sum(axis=1)
-    return peak + (total - peak) / np.maximum(stages, 1) + gen.program_dispatch_cycles.value / gen.clock
+    return pipelined_seconds(units, stages, 1.0, gen)
+
+
+def pe_seconds(units: np.ndarray, stages: np.ndarray, pe_of: np.ndarray, rows: np.ndarray,
+               n_pe: int, overlap: bool, gen: Generation) -> np.ndarray:
+    """Busy time of each PE. Program ``i`` of the launch runs on PE ``pe_of[i]`` and does the work
+    of simulated program ``rows[i]`` (``units``/``stages`` rows). Without ``overlap`` a PE runs its
+    programs back to back; with it the programs' DMA and compute overlap as loop iterations do
+    (the PE's work and stages summed)."""
+    if not overlap:
+        return np.bincount(pe_of, weights=program_seconds(units, stages, gen)[rows], minlength=n_pe)
+    # count[pe, r]: how many of the PE's programs simulated program r stands for.
+    count = np.bincount(pe_of * units.shape[0] + rows, minlength=n_pe * units.shape[0]).reshape(n_pe, -1)
+    count = count.astype(float)
+    busy = pipelined_seconds(count @ units, count @ stages, count.sum(axis=1), gen)
+    return np.where(count.sum(axis=1) > 0, busy, 0.0)
 
 
 def _limiting(rec: KernelRecord, launch_s: float, pe: float, sram: float, dram: float) -> str:

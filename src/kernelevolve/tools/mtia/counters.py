@@ -23,7 +23,7 @@ import numpy as np
 
 from .access import analyze_access
 from .cache import BufferAccess
-from .chip import FIELDS, F, KernelRecord, program_seconds, unit_seconds
+from .chip import FIELDS, F, KernelRecord, pe_seconds, unit_seconds
 from .generations import Generation
 from .report import UNITS
 from .sampling import plan_samples
@@ -57,6 +57,11 @@ class ProgramCounter:
         self._roots: dict[int, list[int]] = {}  # buffer id -> [handles, bytes]
         self.sites: dict[object, list[int]] = {}  # load site -> [count, max bytes]
         self.buffers: dict[tuple[int, bool], list[float]] = {}  # (buffer, store) -> [bytes, lo, hi]
+        # Re-reads of a block this program loaded before: where it was loaded (bytes this program
+        # had moved by then), and per buffer the re-read bytes that still sit in the SRAM.
+        self.moved = 0.0
+        self.loaded_at: dict[tuple[int, int, int, int], float] = {}
+        self.near: dict[int, float] = {}
         self.dots: dict[tuple[int, int, int, str], int] = {}
         self._constants: dict[int, weakref.ref] = {}
         self._upcasts: dict[int, weakref.ref] = {}  # fp32 blocks cast from fp16/bf16
@@ -138,7 +143,11 @@ class ProgramCounter:
             launch.warn("gather", f"{launch.name}: {acc.kind} {op}s move each element as its own {granule} B transaction")
         if acc.layout_bytes:
             launch.warn("transpose", f"{launch.name}: a {op} is contiguous only along a non-last axis: transposed by the memory-layout unit")
-        key = (launch.buffer_of(acc.lo), is_store)
+        buffer = launch.buffer_of(acc.lo)
+        if not is_store and not atomic:
+            self.reread(buffer, acc)
+        self.moved += acc.moved_bytes
+        key = (buffer, is_store)
         entry = self.buffers.get(key)
         if entry is None:
             self.buffers[key] = [float(acc.moved_bytes), float(acc.lo), float(acc.hi)]
@@ -153,6 +162,16 @@ class ProgramCounter:
             else:
                 s[0] += 1
                 s[1] = max(s[1], acc.moved_bytes)
+
+    def reread(self, buffer: int, acc: Any) -> None:
+        """A load of the very block this program loaded before (a second pass over a row, a
+        persistent loop coming back to it) hits the SRAM if the chip moved less than the SRAM
+        holds in between: this program's bytes since then, times the programs running at once."""
+        block = (buffer, acc.lo, acc.hi, acc.moved_bytes)
+        last = self.loaded_at.get(block)
+        if last is not None and (self.moved - last) * self.launch.concurrency <= self.launch.gen.sram_bytes.value:
+            self.near[buffer] = self.near.get(buffer, 0.0) + acc.moved_bytes
+        self.loaded_at[block] = self.moved
 
     # compute
     def on_dot(self, a: Any, b: Any, d: Any, out: Any) -> None:
@@ -259,11 +278,18 @@ class ProgramCounter:
         prefetch = sum(s[1] for s in self.sites.values() if s[0] > 1)
         return int(self.peak + prefetch)
 
+    def next_program_bytes(self) -> int:
+        """Local memory the next program on this PE needs to start its loads while this one
+        computes: a second buffer for each load issued once (repeated loads are double-buffered
+        already, see footprint)."""
+        return int(sum(s[1] for s in self.sites.values() if s[0] == 1))
+
     def close(self) -> None:
         self._tracked.clear()
         self._roots.clear()
         self._constants.clear()
         self._upcasts.clear()
+        self.loaded_at.clear()
 
 
 class LaunchRecorder:
@@ -282,6 +308,7 @@ class LaunchRecorder:
         self.plan: Any = None
         self._sampled: set[tuple[int, int, int]] = set()
         self.programs: dict[int, ProgramCounter] = {}
+        self.concurrency = 1  # programs running at once (one per PE, at most the grid)
         self.illegal: dict[str, str] = {}
         self.warnings: dict[str, str] = {}
 
@@ -303,7 +330,8 @@ class LaunchRecorder:
         """
         if self.plan is not None and tuple(idx) not in self._sampled:
             return None
-        gx, gy, _ = grid
+        gx, gy, gz = grid
+        self.concurrency = max(1, min(self.gen.n_pe, gx * gy * gz))
         counter = ProgramCounter(self, tuple(idx))  # type: ignore[arg-type]
         self.programs[idx[0] + gx * (idx[1] + gy * idx[2])] = counter
         return counter
@@ -334,29 +362,32 @@ class LaunchRecorder:
         counts = np.array([p.c for p in counters])
         stages = np.array([p.stages() for p in counters])
         units = unit_seconds(counts, gen)
-        times = program_seconds(units, stages, gen)
         rows = np.searchsorted(ids, self.plan.representatives())
         weights = np.bincount(rows, minlength=ids.size).astype(float)
-        pe_busy = np.bincount(np.arange(n_programs) % n_pe, weights=times[rows], minlength=n_pe)
+        footprints = [p.footprint() for p in counters]
+        local = int(gen.local_mem_bytes.value)
+        overlap = all(f + p.next_program_bytes() <= local for f, p in zip(footprints, counters, strict=True))
+        pe_busy = pe_seconds(units, stages, np.arange(n_programs) % n_pe, rows, n_pe, overlap, gen)
         unit_busy = dict(zip(UNITS, (weights @ units).tolist(), strict=True))
         totals = weights @ counts
 
-        accesses: dict[tuple[int, bool], list[float]] = {}
+        accesses: dict[tuple[int, bool], list[float]] = {}  # (buffer, store) -> [bytes, lo, hi, near]
         dots: dict[tuple[int, int, int, str], float] = {}
         for w, p in zip(weights, counters, strict=True):
             for buf, (nbytes, lo, hi) in p.buffers.items():
-                acc = accesses.setdefault(buf, [0.0, lo, hi])
+                acc = accesses.setdefault(buf, [0.0, lo, hi, 0.0])
                 acc[0] += w * nbytes
                 acc[1], acc[2] = min(acc[1], lo), max(acc[2], hi)
+                if not buf[1]:
+                    acc[3] += w * p.near.get(buf[0], 0.0)
             for shape, count in p.dots.items():
                 dots[shape] = dots.get(shape, 0.0) + w * count
         buffer_accesses = [
-            BufferAccess(int(lo), int(hi), float(min(hi - lo, req)), float(req), store)
-            for (_, store), (req, lo, hi) in sorted(accesses.items(), key=lambda kv: kv[0][1])
+            BufferAccess(int(lo), int(hi), float(min(hi - lo, req)), float(req), store,
+                         float(min(near, req - min(hi - lo, req))))
+            for (_, store), (req, lo, hi, near) in sorted(accesses.items(), key=lambda kv: kv[0][1])
         ]
-        footprints = [p.footprint() for p in counters]
         worst = int(np.argmax(footprints))
-        local = int(gen.local_mem_bytes.value)
         if footprints[worst] > local:
             self.flag(
                 "local-memory",
