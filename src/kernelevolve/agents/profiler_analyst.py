@@ -11,7 +11,6 @@ from kernelevolve.graph.search import DiagnosisInfo, Node
 from kernelevolve.graph.state import Draft, ErrorInfo, EventKind, Expansion, RunState
 from kernelevolve.tools.diagnosis import ProfileReport, diagnosis_of
 from kernelevolve.tools.harness.result import EvalResult
-from kernelevolve.tools.mtia.generations import get_generation
 
 # The MTIA simulator names the resource that set each launch's time; what that means as a bound.
 _MTIA_BOUNDS = {"sram": "memory-bound", "dram": "memory-bound", "launch": "launch-bound",
@@ -25,6 +24,10 @@ def _mtia_ceiling(cand: dict[str, Any]) -> tuple[float, str] | None:
     The simulated time over this floor is what the PEs' own work (DMA commands, SIMD math,
     dispatch) adds: the room a better kernel has."""
     try:
+        # imported here: kernelevolve.tools.mtia loads triton, which must not happen before a
+        # caller has chosen the interpreter (TRITON_INTERPRET is read when triton is imported)
+        from kernelevolve.tools.mtia.generations import get_generation
+
         gen = get_generation(str(cand.get("gen", "")))
     except ValueError:
         return None
