@@ -117,7 +117,7 @@ def merge(args: argparse.Namespace) -> None:
                                  .isdigit() else 10**9, o.problem))
     merged = summarize(outcomes, problems_dir=args.name or first.problems_dir,
                        target=first.target, timed=first.timed, simulated=first.simulated,
-                       synthesizer=first.synthesizer, rounds=first.rounds,
+                       synthesizer=first.synthesizer, rounds=max(r.rounds for r in reports),
                        wall_s=sum(r.wall_s for r in reports))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(
@@ -128,6 +128,9 @@ def merge(args: argparse.Namespace) -> None:
         f"`{m.get('command', '?')}`" for m in metas), "",
         "wall time is the sum over shards; shards ran concurrently on the one GPU.", ""]
     md = markdown(merged)
+    low = min(r.rounds for r in reports)
+    if low != merged.rounds:  # parts run with different budgets
+        md = md.replace(f"{merged.rounds} rounds each", f"{low}-{merged.rounds} rounds each", 1)
     title, _, rest = md.partition("\n")
     (args.out / "bench.md").write_text(title + "\n\n" + "\n".join(head) + rest)
     print((args.out / "bench.md").read_text())

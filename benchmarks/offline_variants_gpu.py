@@ -1,7 +1,8 @@
 """The offline synthesizer's kernels at several points of their parameter space, on the GPU, at
 KernelBench's own sizes: what each variant's error and latency are beside eager (and
-torch.compile where asked), so the templates' defaults and the fp32 matmul's precision
-(``tf32x3`` tensor-core products vs ``ieee`` FMA) are chosen from measurements.
+torch.compile where asked), so the templates' defaults and the fp32 matmul's and
+convolution's precision (``tf32x3`` tensor-core products vs ``ieee`` FMA) are chosen from
+measurements.
 
 This is a quick sweep by ``triton.testing.do_bench`` (L2 flushed between runs) in one process,
 to choose defaults; the figures the project reports come from ``kernelevolve bench`` through
@@ -50,8 +51,9 @@ def _import(source: str, tag: str) -> Any:
 def _variants(plan: Any, n: int, rng: random.Random) -> list[dict[str, int]]:
     base = plan.default_params()
     out = [base]
-    if plan.operator_class == "matmul" and "TF32X3" in plan.space:
+    if "TF32X3" in plan.space:  # fp32 matmuls and convolutions: ieee beside tf32x3
         out.append({**base, "TF32X3": 0})
+    if plan.operator_class == "matmul" and "TF32X3" in plan.space:
         for extra in MATMUL_EXTRA:
             cand = {**base, **extra}
             if all(cand[k] in plan.space[k] for k in cand) and plan.feasible(cand) is None:

@@ -143,3 +143,30 @@ def test_an_internal_error_on_one_problem_costs_that_problem_only(
     assert not broken.correct and broken.reason.startswith("internal error (please report it)")
     assert "ValueError: zip() argument 2" in broken.reason
     assert fine.correct and report.n_correct == 1
+
+
+def test_a_kernel_slower_than_a_reference_comes_with_the_advice_to_keep_it() -> None:
+    from kernelevolve.graph.session import TuneResult
+    from kernelevolve.tools.harness.result import EvalResult, Latency, Timing
+
+    def result(vs_eager: float, vs_compiled: float | None) -> TuneResult:
+        lat = Latency(median_ms=1.0, mean_ms=1.0, stdev_ms=0.0, iqr_ms=0.0, min_ms=1.0,
+                      max_ms=1.0, cv=0.0, trials=10)
+        timing = Timing(candidate=lat, eager=lat, speedup_vs_eager=vs_eager,
+                        speedup_vs_compiled=vs_compiled)
+        return TuneResult(run_id="r", run_dir="d", problem="p", target="cuda",
+                          synthesizer="offline", finished=True, best_node="n0001",
+                          best_speedup=vs_eager, best_result=EvalResult(status="ok",
+                                                                        timing=timing))
+
+    assert result(0.42, 1.10).advice == ("keep eager: it runs 2.38x faster than the best kernel "
+                                         "(n0001, 0.42x of it)")
+    assert result(1.30, 0.80).advice.startswith("keep torch.compile: it runs 1.25x faster")
+    assert result(0.97, None).advice is None  # within 5%: no advice
+    assert result(1.3, 1.01).advice is None
+    slow = ProblemOutcome(problem="pool", path="pool.py", correct=True, speedup_vs_eager=0.42,
+                          advice=result(0.42, 1.1).advice, stop_reason="budget spent: 2 rounds")
+    report = summarize([slow], problems_dir="p", target="cuda", timed=True, simulated=False,
+                       synthesizer="offline", rounds=2)
+    assert "| keep eager: it runs 2.38x faster than the best kernel (n0001, 0.42x of it); " \
+           "budget spent: 2 rounds |" in markdown(report)

@@ -27,6 +27,7 @@ from kernelevolve.config import Settings, load_settings
 from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
 from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
+from kernelevolve.tools.harness.result import reference_advice
 
 FAST_P = (1.0, 1.5)
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class ProblemOutcome(BaseModel):
     candidates: int = 0
     verified: int = 0
     stop_reason: str | None = None
+    advice: str | None = Field(None, description="the faster reference to keep, where the best "
+                                                 "kernel loses to it by more than 5%")
     wall_s: float = 0.0
     synthesizer: str | None = Field(None, description="what wrote the candidates")
 
@@ -181,7 +184,7 @@ def bench_one(path: Path, *, target: str, settings: Settings,
         kernel_roofline=timing.candidate_roofline if timing else None,
         roofline_beyond_l2=bool(timing and timing.roofline_beyond_l2),
         latency_ms=result.best_latency_ms, rounds=result.rounds, candidates=result.candidates,
-        verified=result.verified, stop_reason=result.stop_reason,
+        verified=result.verified, stop_reason=result.stop_reason, advice=result.advice,
         wall_s=time.monotonic() - start, synthesizer=result.synthesizer)
 
 
@@ -271,7 +274,10 @@ def markdown(report: BenchReport) -> str:
     for o in report.problems:
         eager = _x(o.speedup_vs_eager, untimed if not report.timed else "-")
         comp = _x(o.speedup_vs_compiled, untimed if not report.timed else "-")
-        why = (o.reason or (o.stop_reason or "")).replace("|", "/").replace("\n", " ")
+        advice = o.advice or (reference_advice(o.best_node, o.speedup_vs_eager,
+                                               o.speedup_vs_compiled) if o.correct else None)
+        why = o.reason or "; ".join(w for w in (advice, o.stop_reason) if w)
+        why = why.replace("|", "/").replace("\n", " ")
         lines.append(f"| {o.problem} | {'yes' if o.correct else 'no'} | {eager} | {comp} | "
                      f"{roofline_cell(o)} | {o.rounds} | {o.candidates} | {o.run_id or '-'} "
                      f"| {why} |")

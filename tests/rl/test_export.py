@@ -19,7 +19,7 @@ from kernelevolve.llm.chat import LLMSynthesizer
 from kernelevolve.llm.reply import parse_reply
 from kernelevolve.rl import ExportFilter, Redactor, collect, reward, write
 from kernelevolve.rl.redact import REDACTED
-from kernelevolve.store import SCHEMA_VERSION, RunStore
+from kernelevolve.store import SCHEMA_VERSION, CandidateRecord, RunRecord, RunStore
 from kernelevolve.store import sqlite as store_sqlite
 from tests.llm.scripted import ScriptedChatModel
 from tests.rl.runs import (
@@ -241,7 +241,9 @@ def test_a_version_1_store_gains_the_call_columns(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     v1 = store_sqlite._SCHEMA
     for column in ("    system TEXT,\n", "    prompt_tokens INTEGER NOT NULL DEFAULT 0,\n",
-                   "    completion_tokens INTEGER NOT NULL DEFAULT 0,\n", "    reasks TEXT,\n"):
+                   "    completion_tokens INTEGER NOT NULL DEFAULT 0,\n", "    reasks TEXT,\n",
+                   "    tokens_estimated INTEGER NOT NULL DEFAULT 0,\n",
+                   "    direction TEXT NOT NULL DEFAULT '',\n"):
         assert column in v1
         v1 = v1.replace(column, "")
     conn = sqlite3.connect(path)
@@ -253,7 +255,20 @@ def test_a_version_1_store_gains_the_call_columns(tmp_path: Path) -> None:
         assert s.runs() == []
     conn = sqlite3.connect(path)
     columns = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
-    assert {"system", "prompt_tokens", "completion_tokens", "reasks"} <= columns
-    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 2
-    assert SCHEMA_VERSION == 2
+    assert {"system", "prompt_tokens", "completion_tokens", "reasks", "tokens_estimated",
+            "direction"} <= columns
+    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 3
+    assert SCHEMA_VERSION == 3
     conn.close()
+    with RunStore(path) as s:  # and reads and writes as a new one
+        s.record(RunRecord(run_id="r1", problem="p", problem_digest="d", target="cpu",
+                           synthesizer="m", created="2026-12-01"),
+                 [CandidateRecord(run_id="r1", node_id="n0001", parent="n0000",
+                                  operator="draft", status="ok", tokens_estimated=True,
+                                  direction="persistent")])
+        (cand,) = s.candidates("r1")
+        assert cand.tokens_estimated and cand.direction == "persistent"
+    from kernelevolve.graph.inspect import calls_of  # `show` marks the estimate
+
+    cand = cand.model_copy(update={"prompt": "p", "prompt_tokens": 5, "completion_tokens": 2})
+    assert calls_of(cand)[-1].tokens_estimated

@@ -139,6 +139,7 @@ def calls_of(cand: CandidateRecord) -> list[Call]:
         calls.append(Call(system=cand.system, prompt=cand.prompt, reply=cand.reply,
                           model=cand.model, prompt_tokens=cand.prompt_tokens,
                           completion_tokens=cand.completion_tokens,
+                          tokens_estimated=cand.tokens_estimated,
                           problem="" if cand.code is not None else cand.message))
     return calls
 
@@ -177,6 +178,7 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
     facts = [("parent", cand.parent), ("repair of", cand.repair_of),
              ("operator", cand.operator), ("origin", cand.origin),
              ("round / epoch", f"{cand.round} / {cand.epoch}"), ("intent", cand.intent),
+             ("direction", cand.direction or None),
              ("latency", f"{cand.latency_ms:.4f} ms" + (" (simulated)" if run.simulated else "")
               if cand.latency_ms is not None else None),
              ("params", ", ".join(f"{k}={v}" for k, v in (cand.params or {}).items()) or None),

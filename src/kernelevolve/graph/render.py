@@ -61,6 +61,8 @@ def render_tune_result(result: TuneResult, console: Console) -> None:
         if timing is not None and timing.speedup_vs_compiled is not None:
             rows.append(("vs torch.compile", f"{timing.speedup_vs_compiled:.2f}x"))
         rows.append(("kernel", result.kernel_path))
+        if result.advice:
+            rows.append(("advice", f"[yellow]{result.advice}[/yellow]"))
     for k, v in rows:
         table.add_row(f"[bold]{k}[/bold]", str(v))
     console.print(table)

@@ -43,7 +43,7 @@ from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target, tune_target
 from kernelevolve.tools.harness.pool import make_pool
-from kernelevolve.tools.harness.result import EvalResult
+from kernelevolve.tools.harness.result import EvalResult, reference_advice
 
 # Types the checkpointer may rebuild from the database (nothing else is unpickled).
 _STATE_TYPES = (
@@ -95,6 +95,16 @@ class TuneResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.best_node is not None
+
+    @property
+    def advice(self) -> str | None:
+        """Which program to use where the best kernel loses to a reference (see
+        ``reference_advice``)."""
+        timing = self.best_result.timing if self.best_result else None
+        if self.best_node is None or timing is None or self.simulated:
+            return None
+        return reference_advice(self.best_node, timing.speedup_vs_eager,
+                                timing.speedup_vs_compiled)
 
 
 log = logging.getLogger(__name__)

@@ -81,6 +81,9 @@ class CandidateRecord(_Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasks: list[Call] = Field(default_factory=list, description="earlier calls re-asked")
+    tokens_estimated: bool = Field(False, description="the endpoint reported no usage: the "
+                                                      "token counts are estimates")
+    direction: str = Field("", description="the design direction it was asked to take")
     round: int = 0
     epoch: int = 0
     depth: int = 0

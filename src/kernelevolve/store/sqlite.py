@@ -28,14 +28,17 @@ from kernelevolve.store.models import (
     RunRecord,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MEMORY = ":memory:"
 
 # Version 2 keeps every synthesizer call whole (the training-data export, rl/): the system
-# message, the token counts apart, and the replies that were asked again. A version-1 store
-# gains these columns when it is opened.
-_V2_COLUMNS = ("system TEXT", "prompt_tokens INTEGER NOT NULL DEFAULT 0",
-               "completion_tokens INTEGER NOT NULL DEFAULT 0", "reasks TEXT")
+# message, the token counts apart, and the replies that were asked again. Version 3 adds whether
+# the counts are estimates and the design direction a node was asked to take. An older store
+# gains the columns it lacks when it is opened.
+_ADDED_COLUMNS = ("system TEXT", "prompt_tokens INTEGER NOT NULL DEFAULT 0",
+                  "completion_tokens INTEGER NOT NULL DEFAULT 0", "reasks TEXT",
+                  "tokens_estimated INTEGER NOT NULL DEFAULT 0",
+                  "direction TEXT NOT NULL DEFAULT ''")
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -92,6 +95,8 @@ CREATE TABLE candidates (
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     reasks TEXT,
+    tokens_estimated INTEGER NOT NULL DEFAULT 0,
+    direction TEXT NOT NULL DEFAULT '',
     round INTEGER NOT NULL,
     epoch INTEGER NOT NULL,
     depth INTEGER NOT NULL,
@@ -179,13 +184,13 @@ class RunStore:
                 f"the run store {self.path} has schema version {version}, written by a newer "
                 f"kernelevolve (this one reads up to {SCHEMA_VERSION}); upgrade kernelevolve, "
                 "or point store.path (KERNELEVOLVE_STORE__PATH) at another file")
-        if version < 2:
+        if version < SCHEMA_VERSION:
             with self._conn:
                 have = {r[1] for r in self._conn.execute("PRAGMA table_info(candidates)")}
-                for column in _V2_COLUMNS:
+                for column in _ADDED_COLUMNS:
                     if column.split()[0] not in have:
                         self._conn.execute(f"ALTER TABLE candidates ADD COLUMN {column}")
-                self._conn.execute("UPDATE schema_version SET version = 2")
+                self._conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -49,7 +49,8 @@ def records_from_state(run_spec: RunSpec, state: RunState, run_dir: str | Path |
             prompt=n.prompt, reply=n.reply, model=n.model, tokens=n.tokens,
             result_json=n.result_json, round=n.round, epoch=n.epoch, depth=n.depth, at_s=n.at_s,
             system=n.system, prompt_tokens=n.prompt_tokens,
-            completion_tokens=n.completion_tokens, reasks=n.reasks)
+            completion_tokens=n.completion_tokens, reasks=n.reasks,
+            tokens_estimated=n.tokens_estimated, direction=n.direction)
         for n in tree.nodes.values() if n.parent is not None]
     events = [EventRecord(kind=str(e.kind.value), round=e.round, node_id=e.node_id, text=e.text,
                           at_s=e.at_s) for e in state.get("events", [])]

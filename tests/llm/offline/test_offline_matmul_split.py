@@ -64,3 +64,16 @@ def test_the_split_kernel_is_verified(long_k):
                                       cpu_max_elements=1 << 14), workers=1) as pool:
         result = pool.evaluate(long_k, source)
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
+
+
+def test_a_split_whose_workspace_outgrows_a_gib_is_infeasible(kernelbench):
+    """KernelBench 8 (8205x2949 by 2949x5921) split 64 ways would need 12 GiB of partial sums
+    (and passed 2**31 elements, an illegal memory access on the H200 before the offsets were
+    made 64-bit); its output fills the GPU unsplit."""
+    plan = analyze(load_problem(kernelbench / "level1" / "8_Matmul_with_irregular_shapes_.py"))
+    params = plan.default_params()
+    assert params["SPLIT_K"] == 1
+    assert plan.feasible({**params, "SPLIT_K": 2}) is None
+    why = plan.feasible({**params, "SPLIT_K": 64})
+    assert why is not None and "GiB split-K workspace" in why
+    assert "tl.cast(M, tl.int64) * N" in plan.render(params)

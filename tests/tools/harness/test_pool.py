@@ -85,6 +85,12 @@ def test_crash_and_timeout_end_that_evaluation_only():
         crashed = pool.evaluate(RELU, crash)
         assert crashed.status == "crash", crashed.message
         assert "exit code 7" in crashed.message
+        # An exception that escapes the candidate's own handling is named in the verdict.
+        gave_up = RELU_TRITON.replace("        x = x.contiguous()\n",
+                                      "        raise KeyboardInterrupt('gave up at 7 GiB')\n")
+        died = pool.evaluate(RELU, gave_up)
+        assert died.status == "crash"
+        assert "exit code 70: KeyboardInterrupt: gave up at 7 GiB" in died.message
         timed_out = pool.evaluate(RELU, hang)
         assert timed_out.status == "timeout" and "20 s" in timed_out.message
         assert pool.evaluate(RELU, DATA / "relu_triton.py").status == "ok"

@@ -13,6 +13,37 @@ small kernel first, so the loop does no index decoding. Depthwise convolutions (
 channel per group) take a direct kernel over [positions, channels] tiles instead, walking the
 window one position at a time: no K axis to feed a dot. Hyper-parameters are read from the
 conv module at call time.
+
+fp32 products: as in the matmul template, ``TF32X3`` (fp32 convolutions with a GEMM) picks
+``input_precision="tf32x3"`` for the GEMM's ``tl.dot`` (three TF32 tensor-core products,
+fp32-level error; the default) or ``"ieee"`` (FMA units). fp16/bf16 convolutions keep their ieee
+dot of upcast tiles; the depthwise kernel has no dot. The interpreter computes every precision
+exactly, so the parameter runs on every device and only a GPU tells them apart.
+
+Tile layouts. Triton transposes only 16-bit wgmma operands, so for fp32 it stores both tiles
+K-major in shared memory and transposes a register tile held the other way on its way there (the
+layout that made 3xTF32 slower than FMA for matmuls). A loaded tile's register order follows the
+contiguity the compiler proves of its pointers; where it proves none, the last dim is fastest.
+
+- x_tile [BLOCK_M, BLOCK_K] is M-major in memory: in x [N, C, D, H, W] neighbouring output
+  positions read neighbouring inputs (stride st_w), while k steps by the dilation inside a window
+  row and by rows and channel planes beyond it. Its offsets come from a division of offs_m and
+  from the table, so nothing is proven and K is fastest: K-major in registers, as the dot wants,
+  at the price of poorly coalesced loads.
+- w_tile [BLOCK_K, BLOCK_N] is K-major in memory for a standard convolution (its weight
+  [C_out, C_in / groups, *kernel] holds each output channel's K = (input channel, tap) as one
+  contiguous row), not for a transposed one ([C_in, C_out / groups, *kernel]). Either way its
+  offsets come from the table, so N is fastest. So with TF32X3 the launcher copies the weight of
+  each GEMM launch (a transposed phase's taps only) into a dense [C_out, K] matrix in the table's
+  k order (a view of a contiguous standard weight; else one pass over the small weights) and the
+  kernel reads it at w + row * K + k (``W_KMAJOR``): contiguous along K, so K-major in registers
+  too. Unlike the matmul template's copy this one is made on every device: it selects other
+  addressing in the kernel, which the interpreter must verify too.
+
+The input stays [N, C, D, H, W]: a K-contiguous input tile would need x channels-last (a pass
+over the activation per call, as large as the convolution's own reads where channels are few) and
+the channel innermost in the k order (the table, the weight copy and the padding masks change with
+it), for a gain only a GPU can weigh against the copy. Neither layout change has been measured.
 """
 
 from __future__ import annotations
@@ -33,6 +64,9 @@ from .trace import Traced
 SPACE = {"BLOCK_M": (32, 64, 128), "BLOCK_N": (16, 32, 64, 128), "BLOCK_K": (16, 32, 64),
          "num_warps": (2, 4, 8)}
 DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4}
+# fp32 convolutions with a GEMM: 1 tf32x3 tensor-core products, 0 ieee FMA
+SPACE_FP32 = {**SPACE, "TF32X3": (1, 0)}
+DEFAULTS_FP32 = {**DEFAULTS, "TF32X3": 1}
 
 _GATHER = '''
         # The window table gives each k its input offset (row 0) and its window offsets (rows
@@ -43,8 +77,7 @@ _GATHER = '''
                          w0[:, None], ID, IH, IW, ND)
         x_mask = mask_m[:, None] & mask_k[None, :] & ok
         x_tile = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]), mask=x_mask,
-                         other=0.0).to(tl.float32)
-        w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)'''
+                         other=0.0).to(tl.float32)'''
 
 _WINDOW = '''@triton.jit
 def conv_window(
@@ -71,9 +104,10 @@ _HEAD = '''
     # Sizes: M = N * OD * OH * OW output positions; channels per group; spatial extents;
     # K = input channels per group * window taps
     M, K, C_IN_G, C_OUT_G, C_OUT, ID, IH, IW, OD, OH, OW,
-    # Strides of x [N, C, D, H, W], of w along its output (standard) / input channels, and of
-    # the output [N, C, OD, OH, OW] (a transposed convolution's phase is a strided view)
-    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_on, s_oc, s_od, s_oh, s_ow,
+    # Strides of x [N, C, D, H, W], of w along its output (standard) / input channels, of
+    # the output [N, C, OD, OH, OW] (a transposed convolution's phase is a strided view) and of
+    # the bias (a forward input may be a strided view)
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_on, s_oc, s_od, s_oh, s_ow, s_b,
     # Convolution hyper-parameters (a transposed convolution's phase: stride 1, padding 0)
     st_d, st_h, st_w, pad_d, pad_h, pad_w,
     # Meta-parameters: spatial dims; bias; transposed (weights [C_in, C_out / groups, ...])
@@ -138,6 +172,8 @@ def conv_gemm_kernel(
     # Pointers
     x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    # tf32x3 (else ieee) products; w is a dense [C_out, K] copy, K contiguous
+    TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr,
 ):
     # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
     # group and walks the (input channel, kernel window) axis in BLOCK_K slices.
@@ -150,7 +186,9 @@ def conv_gemm_kernel(
     mask_m = offs_m < M
     mask_n = offs_n < C_OUT_G{_DECODE}
     x_row += (g * C_IN_G).to(tl.int64) * s_xc
-    if TRANSPOSED:
+    if W_KMAJOR:
+        w_base = (g * C_OUT_G + offs_n).to(tl.int64) * K
+    elif TRANSPOSED:
         w_base = g.to(tl.int64) * s_wg + offs_n.to(tl.int64) * s_wo
     else:
         w_base = (g * C_OUT_G + offs_n).to(tl.int64) * s_wo
@@ -158,14 +196,24 @@ def conv_gemm_kernel(
     for k0 in range(0, K, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         mask_k = offs_k < K{_GATHER}
-        w_mask = mask_k[:, None] & mask_n[None, :]
-        w_tile = tl.load(w_ptr + (w_base[None, :] + w_off[:, None]), mask=w_mask,
+        if W_KMAJOR:
+            # k itself, not a table entry: the compiler sees K contiguous and lays the tile
+            # K-major, as TF32 tensor-core products read it
+            w_ptrs = w_ptr + (w_base[None, :] + offs_k[:, None])
+        else:
+            w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)
+            w_ptrs = w_ptr + (w_base[None, :] + w_off[:, None])
+        w_tile = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :],
                          other=0.0).to(tl.float32)
-        # fp32 products (TF32 would miss the 1e-4 fp32 tolerance)
-        acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
+        if TF32X3:
+            # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi): fp32-level
+            # error; plain TF32 would miss the 1e-4 fp32 tolerance.
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
+        else:
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
     co = g * C_OUT_G + offs_n
     if HAS_BIAS:
-        acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
     out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_n[None, :])
@@ -203,7 +251,7 @@ def conv_depthwise_kernel(
                         other=0.0).to(tl.float32)
         acc += x_tile * w_vec[None, :]
     if HAS_BIAS:
-        acc += tl.load(b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
+        acc += tl.load(b_ptr + offs_c * s_b, mask=mask_c, other=0.0).to(tl.float32)[None, :]
     out_ptrs = out_ptr + (o_row[:, None] + offs_c[None, :].to(tl.int64) * s_oc)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_c[None, :])'''
@@ -229,10 +277,22 @@ def _phase_taps(phase, size, stride, pad, dil):
     return (taps[0] if taps else 0, step, len(taps)), (phase + pad, -dil, stride)
 
 
+def _k_major(w5, taps, groups, transposed, c_out, k_total):
+    """The weight taps one GEMM launch reads, as a dense [C_out, K] matrix in the window table's
+    k order (input channel, then the taps per dim): K contiguous. A view where the weight is
+    already so laid out (a contiguous standard convolution's)."""
+    w = w5[(slice(None), slice(None), *(slice(f, f + s * n, s) for f, s, n in taps))]
+    if transposed:
+        # [C_in, C_out / groups, ...] -> [groups, C_out / groups, C_in / groups, ...]
+        w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:]).transpose(1, 2)
+    return w.reshape(c_out, k_total).contiguous()
+
+
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd):
+                 pad, s_wi, nd, tf32x3):
     """The window table of one convolution (or one phase of a transposed one) and its GEMM or
-    depthwise kernel, writing ``out`` [N, C_out, OD, OH, OW] (any strides)."""
+    depthwise kernel, writing ``out`` [N, C_out, OD, OH, OW] (any strides). ``tf32x3``: the
+    GEMM's products as three TF32 ones, reading a K-major copy of the weight."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -251,15 +311,22 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
     args = (x5, w5, bias if has_bias else w5, table, out,
             m, k_total, c_in_g, c_out_g, c_out, *x5.shape[2:], *out.shape[2:],
-            *x5.stride(), s_wg, s_wo, *out.stride(), *st, *pad)
+            *x5.stride(), s_wg, s_wo, *out.stride(),
+            bias.stride(0) if has_bias else 0, *st, *pad)
     meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed))
     if c_in_g > 1:
         # no wider than the channels and taps (a transposed phase may hold few taps)
         block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
         block_k = min(BLOCK_K, max(16, triton.next_power_of_2(k_total)))
         grid = (triton.cdiv(m, BLOCK_M), groups * triton.cdiv(c_out_g, block_n))
+        # TF32 tensor-core products read the weight tile K-major: on every device, so the
+        # interpreter verifies the addressing the GPU runs
+        w_kmajor = bool(tf32x3) and k_total > 0
+        if w_kmajor:
+            args = (x5, _k_major(w5, taps, groups, transposed, c_out, k_total)) + args[2:]
         conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                               BLOCK_K=block_k, num_warps=NUM_WARPS)
+                               BLOCK_K=block_k, TF32X3=bool(tf32x3), W_KMAJOR=w_kmajor,
+                               num_warps=NUM_WARPS)
     else:
         block_c = min(BLOCK_N, max(16, triton.next_power_of_2(c_out)))
         grid = (triton.cdiv(m, BLOCK_M), triton.cdiv(c_out, block_c))
@@ -267,8 +334,10 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
                                     num_warps=NUM_WARPS)
 
 
-def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding):
-    """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``."""
+def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
+            tf32x3=False):
+    """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
+    fp32 GEMM products as three TF32 tensor-core ones (else ieee FMA)."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -306,7 +375,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
-                     [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd)
+                     [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
+                     tf32x3)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
@@ -320,7 +390,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
                 view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
                 _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
                              [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
-                             [0, 0, 0], s_wi, nd)
+                             [0, 0, 0], s_wi, nd, tf32x3)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
 
 
@@ -335,6 +405,7 @@ class _Conv:
     source: str  # the forward expression it convolves, or "" for the previous result
     call_args: list[str]
     name: str
+    gemm: bool  # more than one input channel per group (at the traced sizes): the GEMM kernel
 
 
 @dataclass
@@ -343,6 +414,7 @@ class ConvTemplate:
     traced: Traced
     convs: list[_Conv]
     description: str
+    tf32x3: bool  # the plan tunes TF32X3 (fp32, and some convolution has a GEMM)
 
     def feasible(self, params: Mapping[str, int]) -> str | None:
         tile = params["BLOCK_M"] * (params["BLOCK_N"] + params["BLOCK_K"])
@@ -359,17 +431,19 @@ class ConvTemplate:
         prev = ""
         for k, conv in enumerate(self.convs):
             src = conv.source or prev
-            call = f"conv_nd({src}, {', '.join(conv.call_args)})"
+            args = conv.call_args + (["tf32x3=TF32X3"] if self.tf32x3 else [])
+            call = f"conv_nd({src}, {', '.join(args)})"
             if k == len(self.convs) - 1:
                 body.append(f"return {call}")
             else:
                 prev = f"y{k}"
                 body.append(f"{prev} = {call}")
-        return module_source(
-            self.problem, self.description,
-            {"BLOCK_M": params["BLOCK_M"], "BLOCK_N": params["BLOCK_N"],
-             "BLOCK_K": params["BLOCK_K"], "NUM_WARPS": params["num_warps"]},
-            [KERNELS], [LAUNCHER], self.traced.forward_args, body)
+        consts = {"BLOCK_M": params["BLOCK_M"], "BLOCK_N": params["BLOCK_N"],
+                  "BLOCK_K": params["BLOCK_K"], "NUM_WARPS": params["num_warps"]}
+        if self.tf32x3:
+            consts["TF32X3"] = params["TF32X3"]
+        return module_source(self.problem, self.description, consts, [KERNELS], [LAUNCHER],
+                             self.traced.forward_args, body)
 
 
 def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node | None]:
@@ -384,8 +458,10 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     if b_expr is None:
         raise Unsupported("a convolution with a computed bias, which no template covers")
     stride, padding, dilation, transposed, out_padding, groups = args_of(node)[3:9]
-    nd = len(fxgraph.shape(w)) - 2
+    w_shape = fxgraph.shape(w)
+    nd = len(w_shape) - 2
     name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
+    gemm = nd > 0 and (w_shape[0] // int(groups) if transposed else w_shape[1]) > 1
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:
         if getattr(m, "padding_mode", "zeros") != "zeros":
@@ -398,11 +474,11 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
         args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
                 str(int(groups)), str(bool(transposed)), str(list(out_padding))]
     if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
-        return _Conv("", args, name), x
+        return _Conv("", args, name, gemm), x
     x_expr = fxgraph.input_expr(traced, x)
     if x_expr is None:
         raise Unsupported(f"a {name} of a computed tensor, which no template covers")
-    return _Conv(x_expr, args, name), None
+    return _Conv(x_expr, args, name, gemm), None
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
@@ -427,5 +503,7 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     names = " then ".join(c.name for c in chain)
     desc = (f"{names} as an implicit GEMM, giving a [{', '.join(map(str, out_shape))}] "
             f"{fxgraph.describe_dtype(out_dtype)} tensor")
-    return KernelPlan("convolution", desc, dict(SPACE), dict(DEFAULTS),
-                      ConvTemplate(problem, traced, chain, desc))
+    tf32x3 = out_dtype == torch.float32 and any(c.gemm for c in chain)
+    space, defaults = (SPACE_FP32, DEFAULTS_FP32) if tf32x3 else (SPACE, DEFAULTS)
+    return KernelPlan("convolution", desc, dict(space), dict(defaults),
+                      ConvTemplate(problem, traced, chain, desc, tf32x3))

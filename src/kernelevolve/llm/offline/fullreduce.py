@@ -3,10 +3,17 @@ Frobenius norm), with the elementwise ops before them fused and what follows the
 scalar epilogue (``mean((p - t) ** 2)``) or a second elementwise pass over the same tensor
 (``x / norm(x)``).
 
-A first kernel grid-strides over the flattened tensor with N_PROGRAMS programs, each keeping
-BLOCK lane accumulators per reduction; a single program combines the partials and evaluates the
-scalar epilogue; for a tensor output a third kernel applies it elementwise. Operands are the
-reduced tensor's shape, a suffix of it (broadcast over the leading dims) or one value.
+A first kernel grid-strides over the flattened tensor, each program keeping BLOCK lane
+accumulators per reduction; a single program combines the partials (in chunks of FINAL_BLOCK,
+then a tree) and evaluates the scalar epilogue; for a tensor output a third kernel applies it
+elementwise. Operands are the reduced tensor's shape, a suffix of it (broadcast over the leading
+dims) or one value.
+
+The grid has at least N_PROGRAMS programs, and more where a lane would otherwise add more than
+LANE_CHAIN values in one fp32 chain: the error of such a chain grows with its length where the
+terms are alike (16384 equal terms in one chain come out 1.5e-4 low, past the fp32 tolerance).
+So the data is still read once, in a fixed order, and a value goes through at most LANE_CHAIN
+sequential adds, trees, and a chain of n_parts / FINAL_BLOCK partials.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from .trace import Traced
 SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "N_PROGRAMS": (64, 128, 256, 512, 1024),
          "num_warps": (2, 4, 8, 16)}
 DEFAULTS = {"BLOCK": 1024, "N_PROGRAMS": 256, "num_warps": 4}
+# The most values one lane adds in sequence: a chain of 256 equal fp32 terms errs by ~2e-6.
+LANE_CHAIN = 256
+# Partials the final program loads at a time (its lanes' chains are n_parts / FINAL_BLOCK long).
+FINAL_BLOCK = 1024
 _IDENTITY = {"sum": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
 _COMBINE = {"sum": "{a} + {v}", "max": "tl.maximum({a}, {v})", "min": "tl.minimum({a}, {v})"}
 _FINAL = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
@@ -151,14 +162,20 @@ class FullReduceTemplate:
                   "    # Sizes", f"    {', '.join(['n_parts', 'n_total'] + numels)},"]
         if scalars:
             lines += ["    # Scalars (model attributes)", f"    {', '.join(scalars)},"]
-        lines += ["    # Meta-parameters", "    BLOCK_P: tl.constexpr,", "):",
-                  "    offs_p = tl.arange(0, BLOCK_P)", "    mask_p = offs_p < n_parts"]
-        final = ExprWriter(lines, "    ", self._count_only, self.sig.scalars, prefix="e")
+        lines += ["    # Meta-parameters", "    BLOCK_P: tl.constexpr,", "):"]
+        for k, r in enumerate(self.reds):
+            lines.append(f"    acc{k} = tl.full([BLOCK_P], {_IDENTITY[r.attrs[0]]}, tl.float32)")
+        lines += ["    for start in range(0, n_parts, BLOCK_P):",
+                  "        offs_p = start + tl.arange(0, BLOCK_P)",
+                  "        mask_p = offs_p < n_parts"]
         for k, r in enumerate(self.reds):
             ident = _IDENTITY[r.attrs[0]]
-            part = final.tmp(f"tl.load(part_ptr + offs_p * {len(self.reds)} + {k}, "
-                             f"mask=mask_p, other={ident})")
-            final.bind(r, final.tmp(f"{_FINAL[r.attrs[0]]}({part}, axis=0)"))
+            part = (f"tl.load(part_ptr + offs_p * {len(self.reds)} + {k}, mask=mask_p, "
+                    f"other={ident})")
+            lines.append(f"        acc{k} = " + _COMBINE[r.attrs[0]].format(a=f"acc{k}", v=part))
+        final = ExprWriter(lines, "    ", self._count_only, self.sig.scalars, prefix="e")
+        for k, r in enumerate(self.reds):
+            final.bind(r, final.tmp(f"{_FINAL[r.attrs[0]]}(acc{k}, axis=0)"))
         if self.tensor_out:
             for k, r in enumerate(self.reds):
                 lines.append(f"    tl.store(res_ptr + {k}, {final.names[id(r)]})")
@@ -231,7 +248,11 @@ class FullReduceTemplate:
                   "    if total == 0:",
                   "        raise ValueError(\"cannot reduce an empty tensor\")",
                   f"    out = torch.empty({out_shape}, dtype={dtype}, device={m}.device)",
-                  "    n_parts = min(N_PROGRAMS, triton.cdiv(total, BLOCK))",
+                  "    n_blocks = triton.cdiv(total, BLOCK)",
+                  f"    # Enough programs that no lane adds more than {LANE_CHAIN} values in one "
+                  "fp32 chain.",
+                  f"    n_parts = min(n_blocks, max(N_PROGRAMS, triton.cdiv(n_blocks, "
+                  f"{LANE_CHAIN})))",
                   "    part = torch.empty((n_parts, " + str(len(self.reds)) + "), "
                   f"dtype=torch.float32, device={m}.device)",
                   "    res = torch.empty((" + str(len(self.reds)) + ",), dtype=torch.float32, "
@@ -241,7 +262,7 @@ class FullReduceTemplate:
                   "        BLOCK=BLOCK, num_warps=NUM_WARPS)",
                   "    full_final_kernel[(1,)](",
                   f"        {', '.join(ptrs + ['part', 'res', 'out', 'n_parts', 'float(total)'] + numel_vals + scalars)},",
-                  "        BLOCK_P=triton.next_power_of_2(n_parts))"]
+                  f"        BLOCK_P=min({FINAL_BLOCK}, triton.next_power_of_2(n_parts)))"]
         if self.tensor_out:
             lines += ["    full_apply_kernel[(triton.cdiv(total, BLOCK),)](",
                       f"        {', '.join(ptrs + ['res', 'out', 'total', 'float(total)'] + numel_vals + scalars)},",

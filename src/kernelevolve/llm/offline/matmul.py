@@ -52,8 +52,18 @@ DEFAULTS_16 = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num
                "num_stages": 3}
 SPLIT_KS = (1, 2, 4, 8, 16, 32, 64)
 SPLIT_MIN_PROGRAMS = 128  # about one program per SM of a large GPU (H100/H200: 132)
+SPLIT_MAX_WORKSPACE = 2**30  # bytes of fp32 partial sums: more means the output needs no split
 SPLIT_MIN_K = 2048  # each split's K range at least this long, or the second pass costs more
 SMEM_BYTES = 227 * 1024  # Hopper's shared memory per block (H100/H200: 227 KB usable)
+
+
+_ALIGNED_ROWS = '''def aligned_rows(t):
+    """``t`` copied row-major into rows padded to a multiple of 16 elements (a view of them)."""
+    k = t.shape[-1]
+    rows = torch.empty((*t.shape[:-1], (k + 15) // 16 * 16), dtype=t.dtype, device=t.device)
+    out = rows[..., :k]
+    out.copy_(t)
+    return out'''
 
 
 def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
@@ -129,6 +139,15 @@ class MatmulTemplate:
         per_thread = params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"])
         if per_thread > 128:
             return f"a {per_thread}-register accumulator per thread (spills)"
+        split = params.get("SPLIT_K", 1)
+        if split > 1:
+            spec = self.gemm.spec
+            m = math.prod(spec.a.shape[:-1]) if spec.a_flatten else spec.a.shape[-2]
+            ws = split * m * spec.b.shape[-1] * 4
+            if ws > SPLIT_MAX_WORKSPACE:
+                return (f"a {ws / 2**30:.1f} GiB split-K workspace (limit "
+                        f"{SPLIT_MAX_WORKSPACE / 2**30:.0f} GiB): the output is large enough "
+                        f"to occupy the GPU without splitting K")
         return None
 
     # -- kernel ----------------------------------------------------------------------------
@@ -187,9 +206,10 @@ class MatmulTemplate:
         if not batched:
             lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
                       "    ws_tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]",
+                      "    ws_split = tl.cast(M, tl.int64) * N  # int64: SPLIT_K * M * N can pass 2**31",
                       "    if PHASE == 2:",
                       "        for s in range(0, SPLIT_K):",
-                      "            acc += tl.load(ws_ptr + s * M * N + ws_tile,",
+                      "            acc += tl.load(ws_ptr + s * ws_split + ws_tile,",
                       "                           mask=mask_m[:, None] & mask_n[None, :], other=0.0)",
                       "    else:",
                       "        k_lo = 0",
@@ -229,7 +249,7 @@ class MatmulTemplate:
         lines.append("    mask = mask_m[:, None] & mask_n[None, :]")
         if not batched:
             lines += ["    if PHASE == 1:",
-                      "        tl.store(ws_ptr + tl.program_id(1) * M * N + ws_tile, acc, "
+                      "        tl.store(ws_ptr + tl.program_id(1) * ws_split + ws_tile, acc, "
                       "mask=mask)",
                       "    else:"]
         lines.append(f"{ind}# Epilogue, in fp32 registers")
@@ -298,12 +318,13 @@ class MatmulTemplate:
         if not self.half:
             lines += ["    if TF32X3 and a.device.type == \"cuda\":",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
-                      "        # b column-major); an operand laid out otherwise is copied once,",
-                      "        # a pass over it that costs far less than the product it speeds up.",
-                      "        if a.stride(-1) != 1:",
-                      "            a = a.contiguous()",
-                      "        if b.stride(-2) != 1:",
-                      "            b = b.transpose(-1, -2).contiguous().transpose(-1, -2)"]
+                      "        # b column-major) from rows aligned to 16 elements; an operand",
+                      "        # laid out otherwise is copied once into padded rows, a pass over",
+                      "        # it that costs far less than the product it speeds up.",
+                      "        if a.stride(-1) != 1 or a.stride(-2) % 16:",
+                      "            a = aligned_rows(a)",
+                      "        if b.stride(-2) != 1 or b.stride(-1) % 16:",
+                      "            b = aligned_rows(b.transpose(-1, -2)).transpose(-1, -2)"]
         dtype = dtype_expr(self.gemm.dtype, [spec.a], {id(spec.a): a})
         if batched:
             lines.append(f"    out = torch.empty((a.shape[0], M, N), dtype={dtype}, "
@@ -385,7 +406,8 @@ class MatmulTemplate:
         if not self.spec.batched:
             consts["SPLIT_K"] = params["SPLIT_K"]
         return module_source(self.problem, self.description, consts, [self._kernel()],
-                             [self._launcher()], self.traced.forward_args,
+                             ([] if self.half else [_ALIGNED_ROWS]) + [self._launcher()],
+                             self.traced.forward_args,
                              self.sig.call("fused_matmul"))
 
     @classmethod

@@ -1,5 +1,7 @@
 """The normalization template: batch, instance and group norm modules with the statistics the
-reference computes in training mode (biased variance over the normalized elements).
+reference computes in training mode (biased variance over the normalized elements), and the
+functional ``group_norm`` / ``batch_norm`` with their weight, bias and running statistics forward
+inputs (an eval-mode batch norm normalizes by the running statistics instead).
 
 The input is viewed as [P, Q, R] with one statistic group per q: batch norm is [N, C, S]
 (stats over N and S), instance norm [1, N*C, S], group norm [1, N*G, C/G*S]. Three kernels:
@@ -17,6 +19,7 @@ from kernelevolve.problem import Problem
 
 from . import fxgraph
 from .block import BlockTemplate
+from .lower import op_name
 from .plan import KernelPlan, Unsupported
 from .trace import Traced
 
@@ -82,6 +85,24 @@ def norm_stats_kernel(
 
 
 @triton.jit
+def norm_running_kernel(
+    # Pointers: running mean and variance [C] (contiguous); stats [C, 2] (mean, rstd)
+    mean_ptr, var_ptr, stats_ptr,
+    # Sizes and eps
+    C, eps,
+    # Meta-parameters
+    BLOCK: tl.constexpr,
+):
+    # Eval mode: each channel's statistics are the running ones the caller passes.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < C
+    mean = tl.load(mean_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    var = tl.load(var_ptr + offs, mask=mask, other=1.0).to(tl.float32)
+    tl.store(stats_ptr + offs * 2, mean, mask=mask)
+    tl.store(stats_ptr + offs * 2 + 1, 1.0 / tl.sqrt(var + eps), mask=mask)
+
+
+@triton.jit
 def norm_apply_kernel(
     # Pointers
     x_ptr, stats_ptr, w_ptr, b_ptr, out_ptr,
@@ -107,14 +128,22 @@ def norm_apply_kernel(
             y = y + tl.load(b_ptr + c, mask=mask, other=0.0).to(tl.float32)
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)'''
 
-LAUNCHER = '''def channel_norm(x, weight, bias, eps, kind, groups=1, batch_stats=True):
-    """Batch ("batch"), instance ("instance") or group ("group") norm of ``x`` [N, C, *]."""
-    if not batch_stats:
+LAUNCHER = '''def channel_norm(x, weight, bias, eps, kind, groups=1, batch_stats=True,
+                 running_mean=None, running_var=None):
+    """Batch ("batch"), instance ("instance") or group ("group") norm of ``x`` [N, C, *]; a batch
+    norm without ``batch_stats`` normalizes by ``running_mean`` and ``running_var``."""
+    running = kind == "batch" and not batch_stats
+    if not batch_stats and not (running and running_mean is not None
+                                and running_var is not None):
         raise ValueError("this candidate computes batch statistics (training mode); the module "
                          "is in eval mode with running statistics")
     if x.dim() < 2:
         raise ValueError(f"x has {x.dim()} dims; expected [N, C, *]")
+    # The kernels address x and the per-channel vectors densely; a strided view (a forward
+    # input may be one) is copied once.
     x = x.contiguous()
+    weight = weight.contiguous() if weight is not None else None
+    bias = bias.contiguous() if bias is not None else None
     n_batch, chans = x.shape[0], x.shape[1]
     spatial = x.numel() // max(1, n_batch * chans)
     if kind == "batch":
@@ -134,12 +163,20 @@ LAUNCHER = '''def channel_norm(x, weight, bias, eps, kind, groups=1, batch_stats
     n_splits = max(1, min(triton.cdiv(n_elem, BLOCK), SPLIT * max(1, 1024 // max(1, Q)), 65535))
     chunk = triton.cdiv(triton.cdiv(n_elem, n_splits), BLOCK) * BLOCK
     n_splits = triton.cdiv(n_elem, chunk)
-    part = torch.empty((Q, n_splits, 2), dtype=torch.float32, device=x.device)
     stats = torch.empty((Q, 2), dtype=torch.float32, device=x.device)
-    norm_partial_kernel[(Q, n_splits)](x, part, P, Q, R, chunk, n_splits, BLOCK=BLOCK,
-                                       num_warps=NUM_WARPS)
-    norm_stats_kernel[(Q,)](x, part, stats, P, R, n_splits, float(eps),
-                            BLOCK_S=min(1024, triton.next_power_of_2(n_splits)))
+    if running:
+        if running_mean.numel() != chans or running_var.numel() != chans:
+            raise ValueError(f"running statistics of {running_mean.numel()} and "
+                             f"{running_var.numel()} channels; x has {chans}")
+        norm_running_kernel[(triton.cdiv(chans, 1024),)](
+            running_mean.contiguous(), running_var.contiguous(), stats, chans, float(eps),
+            BLOCK=1024)
+    else:
+        part = torch.empty((Q, n_splits, 2), dtype=torch.float32, device=x.device)
+        norm_partial_kernel[(Q, n_splits)](x, part, P, Q, R, chunk, n_splits, BLOCK=BLOCK,
+                                           num_warps=NUM_WARPS)
+        norm_stats_kernel[(Q,)](x, part, stats, P, R, n_splits, float(eps),
+                                BLOCK_S=min(1024, triton.next_power_of_2(n_splits)))
     norm_apply_kernel[(triton.cdiv(total, BLOCK),)](
         x, stats, weight if weight is not None else x, bias if bias is not None else x, out,
         total, Q, R, QC, CPG, S_INNER, HAS_WEIGHT=weight is not None,
@@ -161,6 +198,8 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if ops - _OPS - fxgraph.PASS_THROUGH - {"getitem"}:
         return None
     mods = fxgraph.modules_of(traced, _BATCH + _INSTANCE + (torch.nn.GroupNorm,))
+    if not mods:
+        return _functional_plan(problem, traced)
     if len(mods) != 1:
         return None
     fxgraph.float_inputs_only(traced)
@@ -187,6 +226,51 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     out = fxgraph.output(traced)
     desc = (f"{what} (training-mode statistics) of a "
             f"[{', '.join(map(str, fxgraph.shape(out)))}] "
+            f"{fxgraph.describe_dtype(fxgraph.dtype(out))} tensor")
+    return KernelPlan("normalization", desc, dict(SPACE), dict(DEFAULTS),
+                      BlockTemplate(problem, traced, call, desc, KERNELS, LAUNCHER, extra=("SPLIT",)))
+
+
+def _functional_plan(problem: Problem, traced: Traced) -> KernelPlan | None:
+    """The plan when the forward is one functional ``group_norm`` or ``batch_norm`` whose tensors
+    (weight, bias, running statistics) are all forward inputs."""
+    nodes = [n for n in fxgraph.calls(traced)
+             if op_name(n) in {"native_batch_norm", "native_group_norm"}]
+    if len(nodes) != 1:
+        return None
+    node, = nodes
+    out = fxgraph.output(traced)
+    if not (op_name(out) == "getitem" and out.args == (node, 0)):
+        return None
+    fxgraph.float_inputs_only(traced)
+
+    def expr(arg: object) -> str:
+        if arg is None:
+            return "None"
+        found = fxgraph.input_expr(traced, fxgraph.strip(arg))
+        if found is None:
+            raise Unsupported(f"{op_name(node)} of a computed tensor, which no "
+                              f"template covers")
+        return found
+
+    if op_name(node) == "native_group_norm":
+        # (input, weight, bias, N, C, HxW, group, eps)
+        x, w, b, _, _, _, groups, eps = node.args
+        what = "group norm"
+        call = (f"channel_norm({expr(x)}, {expr(w)}, {expr(b)}, {float(eps)!r}, 'group', "  # type: ignore[arg-type]
+                f"{int(groups)})")  # type: ignore[arg-type]
+    else:
+        # (input, weight, bias, running_mean, running_var, training, momentum, eps)
+        x, w, b, mean, var, training, _, eps = node.args
+        if training and (mean is not None or var is not None):
+            raise Unsupported("a training-mode batch norm that updates its running statistics "
+                              "in place, which no template covers")
+        if not training and (mean is None or var is None):
+            return None
+        what = "batch norm" + ("" if training else " (eval mode: running statistics)")
+        call = (f"channel_norm({expr(x)}, {expr(w)}, {expr(b)}, {float(eps)!r}, 'batch', 1, "  # type: ignore[arg-type]
+                f"{bool(training)}, {expr(mean)}, {expr(var)})")
+    desc = (f"functional {what} of a [{', '.join(map(str, fxgraph.shape(out)))}] "
             f"{fxgraph.describe_dtype(fxgraph.dtype(out))} tensor")
     return KernelPlan("normalization", desc, dict(SPACE), dict(DEFAULTS),
                       BlockTemplate(problem, traced, call, desc, KERNELS, LAUNCHER, extra=("SPLIT",)))

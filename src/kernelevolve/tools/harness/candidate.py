@@ -28,6 +28,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import re
 import signal
 import socket
 import struct
@@ -55,10 +56,16 @@ RETURN_INPUTS_BYTES = 64 << 20
 FAILURES = ("compile_error", "runtime_error", "cheat", "crash", "timeout")
 
 
+MESSAGE_CHARS = 8000  # of a verdict's message: tracebacks fit, a candidate's flood does not
+
+
 class Verdict(Exception):
     """Ends an evaluation with a status other than ok."""
 
     def __init__(self, status: str, message: str, fatal: bool = False) -> None:
+        if len(message) > MESSAGE_CHARS:  # an exception's text is the candidate's to choose
+            message = message[:MESSAGE_CHARS] + f"… ({len(message) - MESSAGE_CHARS} more "
+            message += "characters cut)"
         super().__init__(message)
         self.status = status
         self.message = message
@@ -85,9 +92,10 @@ def is_fatal_device_error(exc: BaseException) -> bool:
 
 
 # -- processes -----------------------------------------------------------------------------------
-def fork_child(body: Callable[[], None]) -> int:
-    """Fork; the child runs ``body`` and exits (70 after printing the traceback if it raised),
-    never returning; the parent gets the child's pid."""
+def fork_child(body: Callable[[], None], note_fd: int | None = None) -> int:
+    """Fork; the child runs ``body`` and exits (70 after printing the traceback if it raised,
+    and writing the exception's one-line summary to ``note_fd`` where given), never returning;
+    the parent gets the child's pid."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -95,14 +103,46 @@ def fork_child(body: Callable[[], None]) -> int:
         code = 0
         try:
             body()
-        except BaseException:  # the child's boundary: its parent reports the death
+        except BaseException as exc:  # the child's boundary: its parent reports the death
             traceback.print_exc()
             code = 70
+            if note_fd is not None:  # never blocks: a full pipe (filled by whom?) loses the note
+                with contextlib.suppress(OSError):
+                    os.set_blocking(note_fd, False)
+                    os.write(note_fd, f"{type(exc).__name__}: {exc}"[:NOTE_BYTES].encode())
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
     return pid
+
+
+NOTE_BYTES = 600  # of a dead child's exception summary
+
+
+def read_note(fd: int) -> str:
+    """What a child that has exited wrote to its note pipe, as one line of at most NOTE_BYTES
+    characters with control characters blanked (empty if nothing); closes ``fd``. Never blocks:
+    a grandchild may still hold the write end open."""
+    try:
+        os.set_blocking(fd, False)
+        raw = os.read(fd, NOTE_BYTES * 4)
+    except OSError:  # BlockingIOError: nothing written
+        raw = b""
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return one_line(raw.decode(errors="replace"), NOTE_BYTES)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with control characters (newlines, ANSI escapes) blanked, runs of blanks made
+    one, cut to ``limit`` characters: what a process may put into a verdict about itself."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def exit_description(status: int) -> str:
@@ -506,9 +546,11 @@ class CandidateProcess:
     def __init__(self, path: Path, device: torch.device, launches: LaunchCounter,
                  integrity: Integrity, tag: str, close_fds: tuple[int, ...]) -> None:
         judge_end, cand_end = socket.socketpair()
+        note_r, note_w = os.pipe()
 
         def candidate_process() -> None:
             judge_end.close()
+            os.close(note_r)  # its own note's read end is the judge's
             for fd in close_fds:  # the verdict pipe and the worker's pipes stay with the judge
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -527,9 +569,11 @@ class CandidateProcess:
             else:
                 serve_candidate(cand_end, side)
 
-        pid = fork_child(candidate_process)
+        pid = fork_child(candidate_process, note_fd=note_w)
+        os.close(note_w)
         cand_end.close()
         self.pid = pid
+        self._note_fd = note_r
         self.sock = judge_end
         self._keep: list[Any] = []
 
@@ -539,9 +583,11 @@ class CandidateProcess:
             send(self.sock, {"cmd": cmd, "args": args}, self._keep)
             reply = recv(self.sock, trusted=False)
         except (EOFError, OSError) as exc:
+            how = self._death()
+            why = ("" if ": " in how else "; a segfault, an illegal memory access or running out "
+                   "of memory ends it so")
             raise Verdict("crash", f"the candidate's process died during the evaluation "
-                                   f"({self._death()}); a segfault, an illegal memory access or "
-                                   f"running out of memory ends it so", fatal=True) from exc
+                                   f"({how}){why}", fatal=True) from exc
         except Exception as exc:  # a reply that is not tensors and plain data
             raise Verdict("cheat", f"the candidate's process sent a reply the judge refuses to "
                                    f"read ({type(exc).__name__}: {exc})") from exc
@@ -561,7 +607,10 @@ class CandidateProcess:
         except ChildProcessError:
             return "already reaped"
         self.pid = 0
-        return exit_description(status)
+        how = exit_description(status)
+        note = read_note(self._note_fd)
+        self._note_fd = -1
+        return f"{how}: {note}" if note else how
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -572,3 +621,6 @@ class CandidateProcess:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
             self.pid = 0
+        if self._note_fd >= 0:
+            read_note(self._note_fd)
+            self._note_fd = -1

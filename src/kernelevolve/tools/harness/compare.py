@@ -87,22 +87,30 @@ class OutputError:
 
 def compare_outputs(expected: Any, actual: Any, atol: float | None = None,
                     rtol: float | None = None, allow_loose_fp32: bool = False,
-                    truth: Any = None) -> tuple[list[OutputError], str | None]:
+                    truth: Any = None, nudged: Any = None
+                    ) -> tuple[list[OutputError], str | None]:
     """Per-output error figures, and the first reason the outputs do not match (or None).
 
     ``truth``: the reference computed in float64, where the caller has it. An output that
     cancels to near zero (the mean of a layer norm) is far below its terms' magnitude, so the
     scaled absolute term is tighter than an honest fp32 kernel can be; the fp32 reference
     itself errs there. With ``truth``, every element may also be off by 8x the fp32
-    reference's own worst error against it."""
+    reference's own worst error against it; with ``nudged`` too (the reference on inputs moved
+    by one rounding), each element by 8x the nudged output's error at that element, so that a
+    reference that happened to land near the truth does not hold a kernel to more than its
+    precision allows there. Per element, not the worst over the output: one element next to a
+    pole (tan) or a step (floor) that the nudge crosses loosens that element only."""
     structure = _structure_mismatch(expected, actual)
     if structure:
         return [], structure
     exp, act = as_list(expected), as_list(actual)
     true = as_list(truth) if truth is not None else [None] * len(exp)
+    moved = as_list(nudged) if nudged is not None else [None] * len(exp)
+    if len(moved) != len(exp):
+        moved = [None] * len(exp)
     errors: list[OutputError] = []
     problem: str | None = None
-    for i, (e, a, t) in enumerate(zip(exp, act, true, strict=True)):
+    for i, (e, a, t, m) in enumerate(zip(exp, act, true, moved, strict=True)):
         if not isinstance(e, torch.Tensor):
             if isinstance(a, torch.Tensor) or e != a:
                 problem = problem or f"output {i}: expected {e!r}, got {a!r}"
@@ -123,10 +131,35 @@ def compare_outputs(expected: Any, actual: Any, atol: float | None = None,
         slack = 0.0
         if isinstance(t, torch.Tensor) and t.shape == e.shape and e.dtype.is_floating_point:
             slack = 8.0 * max_abs_difference(e, t)
+            if isinstance(m, torch.Tensor) and m.shape == e.shape and m.dtype == e.dtype:
+                a = within_rounding(e, a, t, m)
         err, reason = _compare_tensor(i, e, a, at, rt, slack)
         errors.append(err)
         problem = problem or reason
     return errors, problem
+
+
+ROUNDING_ALLOWANCE = 8.0  # times the nudged reference's error at an element
+
+
+def within_rounding(e: torch.Tensor, a: torch.Tensor, t: torch.Tensor, m: torch.Tensor
+                    ) -> torch.Tensor:
+    """``a`` with each element moved toward the reference ``e`` by up to ROUNDING_ALLOWANCE x
+    |m - t| there (``m`` the reference on nudged inputs, ``t`` the float64 truth), non-finite
+    elements left as they are: comparing it with the usual tolerance allows each element what
+    one rounding of the inputs does to it, and no more."""
+    fe, fa, ft, fm = (x.reshape(-1) for x in (e, a, t, m))
+    out = torch.empty_like(fa)
+    work, step = _work_dtype(e.dtype), _step(fe)
+    for start in _chunks(fe):
+        part = slice(start, start + step)
+        ee, aa = fe[part].to(work), fa[part].to(work)
+        allow = (fm[part].to(torch.float64) - ft[part].to(torch.float64)).abs()
+        allow = torch.where(torch.isfinite(allow), ROUNDING_ALLOWANCE * allow, 0.0).to(work)
+        d = aa - ee
+        moved = ee + torch.sign(d) * (d.abs() - allow).clamp_min(0.0)
+        out[part] = torch.where(torch.isfinite(d), moved, aa).to(out.dtype)
+    return out.view(a.shape)
 
 
 def _structure_mismatch(expected: Any, actual: Any, where: str = "the output") -> str | None:

@@ -132,3 +132,22 @@ class EvalResult(_Model):
     @property
     def speedup(self) -> float | None:
         return self.timing.speedup_vs_eager if self.timing else None
+
+
+KEEP_REFERENCE_BELOW = 0.95  # a best kernel slower than a reference by more than 5% is no win
+
+
+def reference_advice(node: str | None, vs_eager: float | None,
+                     vs_compiled: float | None) -> str | None:
+    """"keep eager" or "keep torch.compile" (the faster of the two) where the best kernel
+    ``node`` runs at less than ``KEEP_REFERENCE_BELOW`` of it; None where the kernel holds its
+    own or nothing was timed."""
+    refs = [(v, k) for k, v in (("eager", vs_eager), ("torch.compile", vs_compiled))
+            if v is not None]
+    if not refs:
+        return None
+    speedup, name = min(refs)
+    if speedup >= KEEP_REFERENCE_BELOW:
+        return None
+    return (f"keep {name}: it runs {1 / speedup:.2f}x faster than the best kernel "
+            f"({node}, {speedup:.2f}x of it)")

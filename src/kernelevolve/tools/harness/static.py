@@ -71,7 +71,7 @@ FORBIDDEN_ATTRS: dict[str, str] = {
     "torch.set_default_dtype": "global switches change the reference too",
     "torch.utils.cpp_extension.load": "only load_inline sources are allowed (they can be checked)",
     "torch.hub": "nothing may be fetched",
-    "torch.save": "no files", "torch.load": "no files",
+    "torch.save": "no files", "torch.load": "no files", "torch.serialization": "no files",
     "torch.autograd.Function": "autograd plumbing is not needed for a forward kernel",
     "torch.initial_seed": "the RNG that makes the inputs is off limits",
     "torch.cuda.initial_seed": "the RNG that makes the inputs is off limits",

@@ -55,6 +55,7 @@ from kernelevolve.tools.harness.candidate import (
     Verdict,
     exit_description,
     fork_child,
+    read_note,
     tb_tail,
 )
 from kernelevolve.tools.harness.guard import (
@@ -307,6 +308,27 @@ class Evaluation:
         except Exception:  # the comparison then stays as it was
             return None
 
+    def reference_nudged(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+        """The reference on its floating inputs each moved by a random relative half-epsilon of
+        their dtype (what rounding them once does), or None where it does not run. How far its
+        output moves from the truth measures the rounding error any kernel of that precision
+        can make there: one sample more than the reference's own error, and the one that sees
+        an output that cancels (a sum of terms far larger than itself)."""
+        gen = None
+        try:
+            nudged = []
+            for v in compare.snapshot(inputs):
+                if isinstance(v, torch.Tensor) and v.dtype.is_floating_point and v.numel():
+                    if gen is None:
+                        gen = torch.Generator(device=v.device).manual_seed(self.seed + 4100)
+                    u = torch.rand(v.shape, generator=gen, device=v.device, dtype=v.dtype)
+                    v = v * (1 + (2 * u - 1) * (torch.finfo(v.dtype).eps / 2))
+                nudged.append(v)
+            with torch.no_grad():
+                return compare.clone_tree(ref(*nudged))
+        except Exception:  # the comparison then stays as it was
+            return None
+
     def run_candidate(self, key: str, inputs: list[Any], label: str) -> Any:
         """One forward in the candidate's process, judged by the rules held here."""
         buf = self._buffer(inputs)
@@ -347,15 +369,19 @@ class Evaluation:
         return out
 
     def compare(self, expected: Any, actual: Any, label: str,
-                truth: Callable[[], Any] | None = None) -> None:
+                truth: Callable[[], Any] | None = None,
+                nudged: Callable[[], Any] | None = None) -> None:
         """Compare, and where only the output's own scale refuses it, ask ``truth`` (the
-        reference in float64) how inexact the fp32 reference itself is there."""
+        reference in float64) how inexact the fp32 reference itself is there, and ``nudged``
+        (the reference on inputs moved by one rounding) how much fp32 rounding alone moves it."""
         args = (self.cfg.get("atol"), self.cfg.get("rtol"), bool(self.cfg.get("allow_loose_fp32")))
         errors, problem = compare.compare_outputs(expected, actual, *args)
         if problem and truth is not None and "scaled to the output" in problem:
             exact = truth()
             if exact is not None:
-                errors, problem = compare.compare_outputs(expected, actual, *args, truth=exact)
+                errors, problem = compare.compare_outputs(
+                    expected, actual, *args, truth=exact,
+                    nudged=nudged() if nudged is not None else None)
         for err in errors:
             worst = self.errors.get(err.index)
             if worst is None or err.max_abs_error > worst["max_abs_error"]:
@@ -372,7 +398,8 @@ class Evaluation:
         print(f"[kernelevolve] checking {label}", file=sys.stderr, flush=True)
         expected = self.reference(ref, inputs)
         out = self.run_candidate(key, inputs, label)
-        self.compare(expected, out, label, truth=lambda: self.reference64(ref, inputs))
+        self.compare(expected, out, label, truth=lambda: self.reference64(ref, inputs),
+                     nudged=lambda: self.reference_nudged(ref, inputs))
         return out, expected
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
@@ -529,7 +556,8 @@ class Evaluation:
                 continue
             out = self.run_candidate(key, inputs, name)
             self.compare(expected, out, f"{name} at {sizes}",
-                         truth=functools.partial(self.reference64, ref, inputs))
+                         truth=functools.partial(self.reference64, ref, inputs),
+                         nudged=functools.partial(self.reference_nudged, ref, inputs))
             self.release(inputs)
             del inputs, expected, out
             done.append(name)
@@ -1059,12 +1087,14 @@ def _evaluate_in_child(job: dict[str, Any], state: WorkerState, parent_fds: tupl
                        ) -> dict[str, Any]:
     """Fork the judge, evaluate ``job`` there, return its reply (or what its death says)."""
     read_fd, write_fd = os.pipe()
+    note_r, note_w = os.pipe()  # the judge's last words, if it dies of an exception
 
     def judge() -> None:
         os.close(read_fd)
+        os.close(note_r)
         for fd in parent_fds:  # only the worker talks to the parent
             os.close(fd)
-        evaluation = Evaluation(job, state, close_in_candidate=(write_fd,))
+        evaluation = Evaluation(job, state, close_in_candidate=(write_fd, note_w))
         profile_dir = os.environ.get("KERNELEVOLVE_PROFILE_JUDGE")  # a developer's aid
         if profile_dir:
             import cProfile
@@ -1085,17 +1115,20 @@ def _evaluate_in_child(job: dict[str, Any], state: WorkerState, parent_fds: tupl
         while view:
             view = view[os.write(write_fd, view):]
 
-    pid = fork_child(judge)
+    pid = fork_child(judge, note_fd=note_w)
     os.close(write_fd)
+    os.close(note_w)
     chunks = []
     while chunk := os.read(read_fd, 1 << 16):
         chunks.append(chunk)
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
+    note = read_note(note_r)
     if not chunks:  # the judge itself died: out of memory, most likely
+        how = exit_description(status) + (f": {note}" if note else "")
         return {"status": "crash", "fatal": True,
-                "message": f"the evaluation's judge process died ({exit_description(status)}); "
-                           f"running out of memory (a problem this large) ends it so"}
+                "message": f"the evaluation's judge process died ({how}); running out of "
+                           f"memory (a problem this large) ends it so"}
     reply: dict[str, Any] = json.loads(b"".join(chunks))
     cache = reply.pop("_cache", {})
     for digest, n, sizes in cache.get("shrunk", []):

@@ -1,0 +1,45 @@
+"""The float64 truth's slack when the fp32 reference lands near the truth by chance: an output
+that cancels (KL divergence on inputs shifted by 4 is 1e-5 of its terms) is as inexact in any
+fp32 kernel as in the reference, but the reference's own error, one sample, can be small. The
+reference on inputs moved by one rounding is a second sample, and the slack takes the larger."""
+
+from __future__ import annotations
+
+import torch
+
+from kernelevolve.tools.harness.compare import compare_outputs
+
+
+def _kl_shifted(t: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    return (torch.xlogy(t, t) - t * torch.log(p)).sum() / t.shape[0]
+
+
+def test_a_cancelling_output_is_judged_against_what_fp32_rounding_does_to_it():
+    gen = torch.Generator().manual_seed(0)
+    t = torch.rand(24, 96, generator=gen).softmax(-1) + 4
+    p = torch.rand(24, 96, generator=gen).softmax(-1) + 4
+    truth = _kl_shifted(t.double(), p.double())
+    eps = torch.finfo(torch.float32).eps / 2
+    moved_t = t * (1 + (2 * torch.rand(t.shape, generator=gen) - 1) * eps)
+    moved_p = p * (1 + (2 * torch.rand(p.shape, generator=gen) - 1) * eps)
+    nudged = _kl_shifted(moved_t, moved_p)
+    rounding = abs(float(nudged.double() - truth))
+    assert rounding > 1e-3 * abs(float(truth))  # fp32 cannot hold this output to 1e-4
+
+    lucky = truth.float()  # a reference that landed on the truth
+    honest = (truth + 2 * rounding).float()  # a kernel off by twice what one rounding does
+    errors, problem = compare_outputs(lucky, honest, truth=truth)
+    assert problem is not None  # the reference's own error gives no slack
+    errors, problem = compare_outputs(lucky, honest, truth=truth, nudged=nudged)
+    assert problem is None, problem
+    wrong = (truth + 20 * rounding).float()  # beyond 8x any rounding: still refused
+    errors, problem = compare_outputs(lucky, wrong, truth=truth, nudged=nudged)
+    assert problem is not None and "outside" in problem
+    assert errors[0].max_abs_error > 0
+
+
+def test_a_nudged_output_of_another_shape_is_ignored():
+    truth = torch.tensor([1.0], dtype=torch.float64)
+    ref, cand = torch.tensor([1.0]), torch.tensor([1.1])
+    _, problem = compare_outputs(ref, cand, truth=truth, nudged=torch.tensor([5.0, 5.0]))
+    assert problem is not None
