@@ -2,9 +2,9 @@
 Python (3.12, x86-64 manylinux), so they travel in a device call's ``carry``.
 
 The GPU machine cannot reach a package index. Its image already holds torch, Triton, NumPy,
-transformers and most of the scientific stack (``IMAGE`` below, as the device tool's KINDS.md
-listed it on 2026-11-17); what it lacks (LangGraph, LangChain, pydantic, ...) is resolved here
-with its dependencies for the machine's platform, and every wheel the image already has is
+transformers and most of the scientific stack (``device_image_packages.txt``, as the device
+tool's KINDS.md listed it on 2026-11-17); what it lacks (LangGraph, LangChain, pydantic, ...) is
+resolved here with its dependencies for the machine's platform, and every wheel the image already has is
 dropped, so the image's own builds of torch, NumPy and the rest are never replaced.
 
     python benchmarks/device_wheels.py --out .whl                  # the search loop and harness
@@ -30,32 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The 'cuda' image's packages (KINDS.md, read on a machine running it on 2026-11-17).
-IMAGE = set("""
-absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
-build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage
-cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn
-einops equinox etils execnet filelock flatbuffers flax fonttools formulaic frozenlist fsspec
-gpytorch grpcio h11 h5py hf-xet httpcore httpx humanize hypothesis idna imageio iniconfig
-interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2 joblib kiwisolver
-lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml markdown
-markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack multidict
-multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda numpy numpyro
-nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13
-nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13
-nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx onnx onnx-ir
-onnxruntime onnxscript opencv-python-headless optax opt-einsum opt-einsum-fx optimistix
-orbax-checkpoint packaging pandas pathspec patsy peft pillow pip pluggy portalocker
-prometheus-client propcache protobuf psutil pyarrow pybind11 py-cpuinfo pygments pyparsing
-pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock pytest-timeout
-pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich sacrebleu safetensors
-scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers
-setuptools shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard
-tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch
-torchaudio torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope
-triton typer typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt
-xarray xxhash yarl zipp
-""".split())
+IMAGE = {line.strip() for line in (ROOT / "benchmarks" / "device_image_packages.txt")
+         .read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 # Left out of the base set: the knowledge base (chromadb) is not used by `--no-kb` runs and is
 # large; the local model's server is its own extra.

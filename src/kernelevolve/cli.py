@@ -26,6 +26,9 @@ _state = {"debug": False}
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="TOML config file (else KERNELEVOLVE_CONFIG)")
 ]
+AllowOpOption = Annotated[list[str] | None, typer.Option(
+    "--allow-op", help="library aten op a kernel may call, e.g. conv2d: the offline synthesizer "
+    "then keeps it and fuses what follows (repeatable)")]
 
 
 @app.callback()
@@ -103,6 +106,16 @@ def _tune_settings(config: Path | None, **search: object) -> object:
     return load_settings(config, search=over) if over else load_settings(config)
 
 
+def _apply_run_flags(settings: Any, *, llm: str | None, no_kb: bool,
+                     allow_op: list[str] | None) -> None:
+    if llm:
+        settings.llm.model = llm
+    if no_kb:
+        settings.search.retrieve = settings.search.distill = False
+    if allow_op:
+        settings.eval.allowed_ops = sorted({*settings.eval.allowed_ops, *allow_op})
+
+
 @contextmanager
 def _interruptible(run_dir: Path) -> Iterator[None]:
     """Ctrl-C in a run: the Session closes on the way out (a local model server stops with it)
@@ -140,6 +153,7 @@ def tune(
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
     quiet: Annotated[bool, typer.Option(help="only results, restarts and stops")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the TuneResult as JSON")] = False,
+    allow_op: AllowOpOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Search for a fast verified kernel for PROBLEM. Exits 0 when a verified kernel was found."""
@@ -150,10 +164,7 @@ def tune(
     settings = _tune_settings(config, goal=goal, rounds=rounds, wall_s=wall, tokens=tokens,
                               strategy=strategy, batch=batch)
     assert isinstance(settings, Settings)
-    if llm:
-        settings.llm.model = llm
-    if no_kb:
-        settings.search.retrieve = settings.search.distill = False
+    _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
                         on_event=printer) as session:
@@ -185,6 +196,7 @@ def chat(
     llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
+    allow_op: AllowOpOption = None,
     config: ConfigOption = None,
 ) -> None:
     """An interactive tuning session: the run pauses after every round, shows what happened and
@@ -196,10 +208,7 @@ def chat(
 
     settings = _tune_settings(config, goal=goal, rounds=rounds, batch=batch)
     assert isinstance(settings, Settings)
-    if llm:
-        settings.llm.model = llm
-    if no_kb:
-        settings.search.retrieve = settings.search.distill = False
+    _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op)
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
                         interactive=True, on_event=EventPrinter(err_console, quiet=True)
                         ) as session:
@@ -479,6 +488,7 @@ def bench(
     out: Annotated[Path | None, typer.Option(
         help="directory for bench.json and bench.md (default: ./bench-<time>)")] = None,
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
+    allow_op: AllowOpOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Tune every problem in PROBLEMS_DIR; report correctness, fast_p and geomean speedups."""
@@ -491,8 +501,7 @@ def bench(
     from kernelevolve.graph.state import Event
 
     settings = load_settings(config)
-    if no_kb:
-        settings.search.retrieve = settings.search.distill = False
+    _apply_run_flags(settings, llm=None, no_kb=no_kb, allow_op=allow_op)
     out_dir = out if out is not None else Path(f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=True) as progress:

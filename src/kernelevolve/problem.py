@@ -16,7 +16,7 @@ import hashlib
 import math
 import types
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +210,13 @@ class Problem:
 
     def __post_init__(self) -> None:
         self.name = self.name or self.path.stem
+
+    def allowing(self, ops: list[str]) -> Problem:
+        """This problem with ``ops`` (library aten ops a candidate may call, e.g. the user's
+        ``--allow-op conv2d``) added to the ones its file allows."""
+        if set(ops) <= set(self.allowed_ops):
+            return self
+        return replace(self, allowed_ops=sorted({*self.allowed_ops, *ops}))
 
     @property
     def digest(self) -> str:

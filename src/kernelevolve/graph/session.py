@@ -215,6 +215,7 @@ class Session:
         are kernels to verify first, e.g. the best known ones of earlier runs)."""
         settings = settings or load_settings()
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
+        prob = prob.allowing(settings.eval.allowed_ops)  # the synthesizer sees them too
         tgt = get_target(target) if target else tune_target()
         run_id = _new_run_id(prob)
         path = Path(run_dir) if run_dir else settings.runs.resolved_dir() / run_id
@@ -257,6 +258,7 @@ class Session:
             raise RunError(f"the reference of run {spec.run_id} changed since it started "
                            f"({ref}); start a new run instead")
         prob.name = Path(spec.problem_path).stem
+        prob = prob.allowing(run_settings.eval.allowed_ops)
         return cls(path, spec, run_settings, prob, get_target(spec.target), kb=kb,
                    synthesizer=synthesizer, on_event=on_event)
 

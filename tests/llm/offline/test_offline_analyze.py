@@ -118,8 +118,9 @@ def test_library_op_needs_permission(tmp_path):
     text = (PROBLEMS / "12_conv2d_relu_scale_bias.py").read_text()
     path = tmp_path / "conv_not_allowed.py"
     path.write_text(text.replace('KERNELEVOLVE_ALLOWED_OPS = ["conv2d"]', ""))
-    with pytest.raises(Unsupported, match="does not allow calling it"):
+    with pytest.raises(Unsupported, match="--allow-op conv2d"):
         analyze(load_problem(path))
+    assert analyze(load_problem(path).allowing(["conv2d"])).operator_class == "library_epilogue"
 
 
 def _write(tmp_path: Path, name: str, body: str) -> Path:

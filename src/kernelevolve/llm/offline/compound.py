@@ -244,8 +244,10 @@ class Lowerer(BaseLowerer):
         nd = len(w.shape) - 2
         name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
         if not ({name, "convolution"} & self.allowed):
-            raise Unsupported(f"fx trace found a {name}; the problem does not allow calling it "
-                              f"(KERNELEVOLVE_ALLOWED_OPS), and no template writes convolutions")
+            raise Unsupported(f"fx trace found a {name}, which the offline templates write only "
+                              f"alone; to keep the library {name} and fuse what follows it, "
+                              f"allow it: `--allow-op {name}` (or KERNELEVOLVE_ALLOWED_OPS in "
+                              f"the problem file)")
         for v in (x, w):
             if v.op != "load" or v.operand is None or v.operand.chunk is not None:
                 raise Unsupported(f"{name} of a computed tensor; the library epilogue template "
