@@ -26,7 +26,10 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,6 +76,41 @@ def download(reqs: list[str], out: Path) -> None:
     subprocess.run(cmd + reqs, check=True)
 
 
+def _requires(whl: Path) -> list[str]:
+    """The names a wheel needs on the machine (Requires-Dist, markers evaluated for CPython 3.12
+    on x86-64 Linux, extras left out)."""
+    env = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
+           "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
+           "implementation_name": "cpython", "platform_python_implementation": "CPython",
+           "extra": ""}
+    with zipfile.ZipFile(whl) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(meta).decode().splitlines()
+    names = []
+    for line in lines:
+        if not line.startswith("Requires-Dist:"):
+            continue
+        req = Requirement(line.split(":", 1)[1].strip())
+        if req.marker is None or req.marker.evaluate(env):
+            names.append(normalize(req.name))
+    return names
+
+
+def needed(wheels: list[Path], top: list[str]) -> list[Path]:
+    """The wheels reachable from the top-level requirements without passing through a package
+    the image has (whose own dependencies the image satisfies already)."""
+    by_name = {wheel_name(w): w for w in wheels}
+    seen: set[str] = set()
+    todo = [normalize(Requirement(r).name) for r in top]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in IMAGE or name not in by_name:
+            continue
+        seen.add(name)
+        todo += _requires(by_name[name])
+    return sorted(by_name[n] for n in seen)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / ".whl")
@@ -82,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         download(reqs, Path(tmp))
-        for whl in sorted(Path(tmp).glob("*.whl")):
-            if wheel_name(whl) in IMAGE:
-                continue
+        for whl in needed(sorted(Path(tmp).glob("*.whl")), reqs):
             print(f"{whl.stat().st_size / 2**20:7.2f} MiB  {whl.name}")
             whl.replace(args.out / whl.name)
     total = sum(p.stat().st_size for p in args.out.glob("*.whl"))
