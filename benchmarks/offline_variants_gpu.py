@@ -36,6 +36,18 @@ MATMUL_EXTRA = [  # fp32 tensor-core tilings tried beside the template's default
     {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
 ]
 
+GEMV_EXTRA = [  # matrix-vector tiles (rows per program, K chunk, warps) and splits of K
+    {"BLOCK": 4, "BLOCK_K": 1024, "num_warps": 4}, {"BLOCK": 16, "BLOCK_K": 256, "num_warps": 4},
+    {"BLOCK": 2, "BLOCK_K": 2048, "num_warps": 4}, {"BLOCK": 8, "BLOCK_K": 512, "num_warps": 8},
+    {"BLOCK": 1, "BLOCK_K": 2048, "num_warps": 8}, {"SPLIT_K": 1}, {"SPLIT_K": 2},
+    {"SPLIT_K": 8}, {"SPLIT_K": 16},
+]
+POOL_EXTRA = [  # window-span loads or not, loads per program, warps
+    {"WINDOW": 0}, {"WINDOW": 1}, {"BLOCK": 512}, {"BLOCK": 2048}, {"BLOCK": 4096},
+    {"num_warps": 8}, {"BLOCK": 2048, "num_warps": 8}, {"num_warps": 2},
+]
+COPY_TBPS = 4.15  # the H200's measured copy bandwidth (benchmarks/results/kernelbench_l1_h200)
+
 
 def _import(source: str, tag: str) -> Any:
     path = Path(tempfile.mkdtemp(prefix="kev_variant_")) / f"{tag}.py"
@@ -58,6 +70,16 @@ def _variants(plan: Any, n: int, rng: random.Random) -> list[dict[str, int]]:
             cand = {**base, **extra}
             if all(cand[k] in plan.space[k] for k in cand) and plan.feasible(cand) is None:
                 out.append(cand)
+    extra = []
+    if plan.operator_class == "matmul" and "BLOCK_K" in plan.space and "BLOCK" in plan.space:
+        extra = GEMV_EXTRA  # the matrix-vector template
+    elif plan.operator_class == "pooling":
+        extra = POOL_EXTRA
+    for point in extra:
+        cand = {**base, **point}
+        if cand not in out and all(cand[k] in plan.space[k] for k in cand) and (
+                plan.feasible(cand) is None):
+            out.append(cand)
     want = len(out) + n
     for _ in range(200):
         if len(out) >= want:
@@ -104,6 +126,10 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random) -> 
         inputs = _to(call_factory(module, "get_inputs", path))
     with torch.no_grad():
         expected = model(*inputs)
+        # The memory roofline: every input read once and every output written once.
+        moved = sum(t.numel() * t.element_size() for t in [*inputs, expected]
+                    if isinstance(t, torch.Tensor))
+        row["roofline_ms"] = moved / (COPY_TBPS * 1e12) * 1e3
         try:
             truth = model.double()(*_to(inputs, torch.float64))
             model.float()
@@ -135,6 +161,7 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random) -> 
                 rec["max_rel"] = max((e.max_rel_error for e in errors), default=None)
                 rec["ms"] = do_bench(lambda c=cand: c(*inputs), warmup=50, rep=300)
                 rec["vs_eager"] = row["eager_ms"] / rec["ms"]
+                rec["roofline"] = row["roofline_ms"] / rec["ms"]
                 if "compile_ms" in row:
                     rec["vs_compile"] = row["compile_ms"] / rec["ms"]
         except Exception as exc:
@@ -152,12 +179,15 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              f"`{meta['command']}`; torch {meta['torch']}, Triton {meta['triton']}, "
              f"{meta['date']}. do_bench medians (L2 flushed), one process; the error check is "
              f"the harness's `compare_outputs` with the float64 reference as truth.", "",
+             f"Roofline: the fraction of the memory roofline (inputs read and outputs written "
+             f"once at {COPY_TBPS} TB/s) the eager reference / the variant reach.", "",
              "| problem | class | eager ms | compile ms | variant | ms | vs eager | vs compile "
-             "| ok | max rel err |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| roofline eager / variant | ok | max rel err |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "unsupported" in r:
             lines.append(f"| {r['problem']} | - | - | - | unsupported: {r['unsupported'][:80]} "
-                         f"| | | | | |")
+                         f"| | | | | | |")
             continue
         for v in r["variants"]:
             p = ", ".join(f"{k}={x}" for k, x in v["params"].items())
@@ -165,7 +195,9 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"| {r['problem']} | {r['operator_class']} | {r.get('eager_ms', 0):.3f} | "
                 f"{r.get('compile_ms', float('nan')):.3f} | {p} | {v.get('ms', float('nan')):.3f}"
                 f" | {v.get('vs_eager', float('nan')):.2f}x | "
-                f"{v.get('vs_compile', float('nan')):.2f}x | {'yes' if v['ok'] else 'no'} | "
+                f"{v.get('vs_compile', float('nan')):.2f}x | "
+                f"{r.get('roofline_ms', float('nan')) / r.get('eager_ms', float('nan')):.2f} / "
+                f"{v.get('roofline', float('nan')):.2f} | {'yes' if v['ok'] else 'no'} | "
                 f"{v.get('max_rel') if v.get('max_rel') is not None else (v.get('why') or '')}"
                 f" |")
     return "\n".join(lines) + "\n"

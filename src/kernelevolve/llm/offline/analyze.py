@@ -10,6 +10,7 @@ from .elementwise import DEFAULTS as EW_DEFAULTS
 from .elementwise import SPACE as EW_SPACE
 from .elementwise import ElementwiseTemplate
 from .fullreduce import FullReduceTemplate, is_full
+from .gemv import GemvTemplate, thin_side
 from .ir import Lowered, Node
 from .matmul import MatmulTemplate
 from .plan import KernelPlan, Unsupported
@@ -85,6 +86,8 @@ def _analyze(problem: Problem) -> KernelPlan:
             raise Unsupported("a matmul combined with a reduction, which no template covers")
         if lowered.libraries:
             raise Unsupported("a matmul combined with a library op, which no template covers")
+        if thin_side(gemms[0].spec) is not None:
+            return GemvTemplate.plan(problem, traced, lowered)
         return MatmulTemplate.plan(problem, traced, lowered)
     if reduces:
         if lowered.libraries:

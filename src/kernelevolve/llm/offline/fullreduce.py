@@ -3,11 +3,14 @@ Frobenius norm), with the elementwise ops before them fused and what follows the
 scalar epilogue (``mean((p - t) ** 2)``) or a second elementwise pass over the same tensor
 (``x / norm(x)``).
 
-A first kernel grid-strides over the flattened tensor, each program keeping BLOCK lane
-accumulators per reduction; a single program combines the partials (in chunks of FINAL_BLOCK,
-then a tree) and evaluates the scalar epilogue; for a tensor output a third kernel applies it
-elementwise. Operands are the reduced tensor's shape, a suffix of it (broadcast over the leading
-dims) or one value.
+The tensor is viewed as [n_rows, period] rows, period being the elements of the longest
+broadcast operand (the whole tensor when there is none), and walked in BLOCK-element tiles
+[BLOCK_R, BLOCK_C] of it: a broadcast operand is read at the tile's columns, so no element pays
+an integer division on the hot path. A first kernel gives each program a contiguous stretch of
+tiles, keeping BLOCK lane accumulators per reduction; a single program combines the partials (in
+chunks of FINAL_BLOCK, then a tree) and evaluates the scalar epilogue; for a tensor output a
+third kernel applies it elementwise, one tile per program. Operands are the reduced tensor's
+shape, a suffix of it (broadcast over the leading dims) or one value.
 
 The grid has at least N_PROGRAMS programs, and more where a lane would otherwise add more than
 LANE_CHAIN values in one fp32 chain: the error of such a chain grows with its length where the
@@ -31,9 +34,15 @@ from .plan import KernelPlan, Unsupported
 from .source import module_source
 from .trace import Traced
 
-SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "N_PROGRAMS": (64, 128, 256, 512, 1024),
+SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096, 8192), "N_PROGRAMS": (64, 128, 256, 512, 1024),
          "num_warps": (2, 4, 8, 16)}
 DEFAULTS = {"BLOCK": 1024, "N_PROGRAMS": 256, "num_warps": 4}
+# A reduction to one value of this many elements or more starts from 8192-wide blocks of 16
+# warps: on the H200 (do_bench) 98_KLDivLoss (two logs an element) took 0.61-0.64 ms so against
+# 0.76 ms at the defaults (torch.compile 0.64-0.66); MSE, Huber and hinge losses read at the
+# bandwidth limit either way. A tensor output (x / ||x||) keeps the defaults: its one-tile
+# apply programs ran 3% slower at 8192.
+LARGE = 1 << 24
 # The most values one lane adds in sequence: a chain of 256 equal fp32 terms errs by ~2e-6.
 LANE_CHAIN = 256
 # Partials the final program loads at a time (its lanes' chains are n_parts / FINAL_BLOCK long).
@@ -89,6 +98,9 @@ class FullReduceTemplate:
                 raise Unsupported(f"{op.expr} {list(op.shape)} broadcasts over part of "
                                   f"{list(self.main)} other than its leading dims")
         self.sig = signature(self.lowered, forward_args=self.traced.forward_args)
+        # The longest broadcast suffix: the tensor is walked as rows of the elements it spans.
+        self.period_rank = max((len(o.shape) for o in self.operands
+                                if o.shape != self.main and math.prod(o.shape) != 1), default=0)
 
     def feasible(self, params: Mapping[str, int]) -> str | None:
         if params["BLOCK"] < 32 * params["num_warps"]:
@@ -96,7 +108,10 @@ class FullReduceTemplate:
         return None
 
     # -- kernels ---------------------------------------------------------------------------
-    def _loader(self, writer_lines: list[str], offs: str, mask: str):
+    def _loader(self, writer_lines: list[str]):
+        """Loads inside a [BLOCK_R, BLOCK_C] tile of the [n_rows, period] view: the reduced
+        tensor's shape at ``offs``, the longest broadcast suffix at ``cols`` (no division), a
+        shorter one at ``cols % numel``."""
         names = self.sig.operand_names
         cache: dict[int, str] = {}
 
@@ -113,10 +128,13 @@ class FullReduceTemplate:
             if math.prod(op.shape) == 1:
                 expr = f"tl.load({name}_ptr).to(tl.float32)"
             elif op.shape == self.main:
-                expr = f"tl.load({name}_ptr + {offs}, mask={mask}, other=0.0).to(tl.float32)"
+                expr = f"tl.load({name}_ptr + offs, mask=mask, other=0.0).to(tl.float32)"
+            elif len(op.shape) == self.period_rank:
+                expr = (f"tl.load({name}_ptr + cols[None, :], mask=col_mask[None, :], "
+                        f"other=0.0).to(tl.float32)")
             else:
-                expr = (f"tl.load({name}_ptr + {offs} % {name}_numel, mask={mask}, other=0.0)"
-                        f".to(tl.float32)")
+                expr = (f"tl.load({name}_ptr + cols[None, :] % {name}_numel, "
+                        f"mask=col_mask[None, :], other=0.0).to(tl.float32)")
             value = writer.tmp(expr)
             cache[id(op)] = value
             return value
@@ -131,32 +149,55 @@ class FullReduceTemplate:
                   if o.shape != self.main and math.prod(o.shape) != 1]
         return ptrs, numels
 
+    def _tile(self, ind: str, tile: str) -> list[str]:
+        """Tile ``tile`` of the [n_rows, period] view: its rows, columns, mask and offsets (with
+        no broadcast operand there is one row: no division at all)."""
+        if self.period_rank == 0:  # 1-D tiles of the flat tensor (BLOCK_R is 1)
+            return [f"{ind}offs = tl.cast({tile}, tl.int64) * BLOCK_C + offs_c",
+                    f"{ind}mask = offs < period"]
+        return [f"{ind}tile_r = {tile} // n_cb",
+                f"{ind}rows = tile_r * BLOCK_R + offs_r",
+                f"{ind}cols = tl.cast({tile} - tile_r * n_cb, tl.int64) * BLOCK_C + offs_c",
+                f"{ind}col_mask = cols < period",
+                f"{ind}mask = (rows < n_rows)[:, None] & col_mask[None, :]",
+                f"{ind}offs = rows.to(tl.int64)[:, None] * period + cols[None, :]"]
+
     def _kernels(self) -> str:
         ptrs, numels = self._ptr_args()
         scalars = list(self.sig.scalars.values())
+        sizes = ["n_rows", "period", "n_cb"]
         lines = ["@triton.jit", "def full_partial_kernel(", "    # Pointers",
                  f"    {', '.join(ptrs + ['part_ptr'])},",
-                 "    # Sizes: elements of the reduced tensor (and of broadcast operands)",
-                 f"    {', '.join(['total', 'n_total'] + numels)},"]
+                 "    # Sizes: the reduced tensor as [n_rows, period] (period: the elements the "
+                 "longest",
+                 "    # broadcast operand spans) in n_cb column tiles a row; the element count; "
+                 "broadcast",
+                 "    # operands' elements",
+                 f"    {', '.join(sizes + ['n_blocks', 'blocks_per_part', 'n_total'] + numels)},"]
         if scalars:
             lines += ["    # Scalars (model attributes)", f"    {', '.join(scalars)},"]
-        lines += ["    # Meta-parameters", "    BLOCK: tl.constexpr,", "):",
-                  "    # Program pid owns blocks pid, pid + n_programs, ... of the flat tensor.",
-                  "    pid = tl.program_id(0)", "    n_programs = tl.num_programs(0)"]
+        lines += ["    # Meta-parameters", "    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,",
+                  "):",
+                  "    # Program pid adds blocks_per_part consecutive tiles (blocks): a contiguous stretch.",
+                  "    pid = tl.program_id(0)",
+                  "    offs_r = tl.arange(0, BLOCK_R)", "    offs_c = tl.arange(0, BLOCK_C)"]
+        shape = "[BLOCK_C]" if self.period_rank == 0 else "[BLOCK_R, BLOCK_C]"
         for k, r in enumerate(self.reds):
-            lines.append(f"    acc{k} = tl.full([BLOCK], {_IDENTITY[r.attrs[0]]}, tl.float32)")
-        lines += ["    for start in range(pid * BLOCK, total, n_programs * BLOCK):",
-                  "        offs = start + tl.arange(0, BLOCK).to(tl.int64)",
-                  "        mask = offs < total"]
-        writer, _ = self._loader(lines, "offs", "mask")
+            lines.append(f"    acc{k} = tl.full({shape}, {_IDENTITY[r.attrs[0]]}, tl.float32)")
+        lines += ["    first = pid * blocks_per_part",
+                  "    for t in range(first, tl.minimum(first + blocks_per_part, n_blocks)):"]
+        lines += self._tile("        ", "t")
+        writer, _ = self._loader(lines)
         for k, r in enumerate(self.reds):
             v = writer.emit(r.args[0])
             ident = _IDENTITY[r.attrs[0]]
             lines.append("        " + f"acc{k} = " + _COMBINE[r.attrs[0]].format(
                 a=f"acc{k}", v=f"tl.where(mask, {v}, {ident})"))
         for k, r in enumerate(self.reds):
+            fn = _FINAL[r.attrs[0]]
+            acc = f"acc{k}" if self.period_rank == 0 else f"{fn}(acc{k}, axis=1)"
             lines.append(f"    tl.store(part_ptr + pid * {len(self.reds)} + {k}, "
-                         f"{_FINAL[r.attrs[0]]}(acc{k}, axis=0))")
+                         f"{fn}({acc}, axis=0))")
         lines += ["", "", "@triton.jit", "def full_final_kernel(", "    # Pointers",
                   f"    {', '.join(ptrs + ['part_ptr', 'res_ptr', 'out_ptr'])},",
                   "    # Sizes", f"    {', '.join(['n_parts', 'n_total'] + numels)},"]
@@ -184,16 +225,17 @@ class FullReduceTemplate:
             lines.append(f"    tl.store(out_ptr, {result}.to(out_ptr.dtype.element_ty))")
         if self.tensor_out:
             lines += ["", "", "@triton.jit", "def full_apply_kernel(", "    # Pointers",
-                      f"    {', '.join(ptrs + ['res_ptr', 'out_ptr'])},", "    # Sizes",
-                      f"    {', '.join(['total', 'n_total'] + numels)},"]
+                      f"    {', '.join(ptrs + ['res_ptr', 'out_ptr'])},",
+                      "    # Sizes (as the partial kernel's)",
+                      f"    {', '.join(sizes + ['n_total'] + numels)},"]
             if scalars:
                 lines += ["    # Scalars (model attributes)", f"    {', '.join(scalars)},"]
-            lines += ["    # Meta-parameters", "    BLOCK: tl.constexpr,", "):",
-                      "    pid = tl.program_id(0)",
-                      "    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
-                      "    mask = offs < total"]
+            lines += ["    # Meta-parameters", "    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,",
+                      "):", "    offs_r = tl.arange(0, BLOCK_R)",
+                      "    offs_c = tl.arange(0, BLOCK_C)"]
+            lines += self._tile("    ", "tl.program_id(0)")
             apply_lines: list[str] = []
-            writer, _ = self._loader(apply_lines, "offs", "mask")
+            writer, _ = self._loader(apply_lines)
             for k, r in enumerate(self.reds):
                 writer.bind(r, f"tl.load(res_ptr + {k})")
             result = writer.emit(self.lowered.output)
@@ -236,37 +278,49 @@ class FullReduceTemplate:
                 lines += [f"    if tuple({other}.shape) != tuple({m}.shape[{m}.dim() - {k}:]):",
                           f"        raise ValueError(\"{other} must match the trailing dims of "
                           f"{m}\")"]
-        _, numels = self._ptr_args()
         numel_vals = [f"{names[id(o)]}.numel()" for o in self.operands
                       if o.shape != self.main and math.prod(o.shape) != 1]
+        widest = next((names[id(o)] for o in self.operands
+                       if o.shape != self.main and math.prod(o.shape) != 1
+                       and len(o.shape) == self.period_rank), None)
         dtype = dtype_expr(self.lowered.output.dtype, self.operands, names)
         ptrs = [names[id(o)] for o in self.operands]
         scalars = list(sig.scalars.values())
         out_shape = (f"{m}.shape" if self.tensor_out else
                      f"[1] * {len(self.lowered.output.shape)}")
+        sizes = ["n_rows", "period", "n_cb"]
         lines += [f"    total = {m}.numel()",
                   "    if total == 0:",
                   "        raise ValueError(\"cannot reduce an empty tensor\")",
                   f"    out = torch.empty({out_shape}, dtype={dtype}, device={m}.device)",
-                  "    n_blocks = triton.cdiv(total, BLOCK)",
+                  "    # The tensor as [n_rows, period] rows, so a broadcast operand is read at the "
+                  "column",
+                  f"    period = {f'{widest}.numel()' if widest else 'total'}",
+                  "    n_rows = total // period",
+                  "    block_c = min(BLOCK, triton.next_power_of_2(period))",
+                  "    block_r = BLOCK // block_c",
+                  "    n_cb = triton.cdiv(period, block_c)",
+                  "    n_blocks = triton.cdiv(n_rows, block_r) * n_cb",
                   f"    # Enough programs that no lane adds more than {LANE_CHAIN} values in one "
                   "fp32 chain.",
                   f"    n_parts = min(n_blocks, max(N_PROGRAMS, triton.cdiv(n_blocks, "
                   f"{LANE_CHAIN})))",
+                  "    blocks_per_part = triton.cdiv(n_blocks, n_parts)",
+                  "    n_parts = triton.cdiv(n_blocks, blocks_per_part)",
                   "    part = torch.empty((n_parts, " + str(len(self.reds)) + "), "
                   f"dtype=torch.float32, device={m}.device)",
                   "    res = torch.empty((" + str(len(self.reds)) + ",), dtype=torch.float32, "
                   f"device={m}.device)",
                   "    full_partial_kernel[(n_parts,)](",
-                  f"        {', '.join(ptrs + ['part', 'total', 'float(total)'] + numel_vals + scalars)},",
-                  "        BLOCK=BLOCK, num_warps=NUM_WARPS)",
+                  f"        {', '.join(ptrs + ['part'] + sizes + ['n_blocks', 'blocks_per_part', 'float(total)'] + numel_vals + scalars)},",
+                  "        BLOCK_R=block_r, BLOCK_C=block_c, num_warps=NUM_WARPS)",
                   "    full_final_kernel[(1,)](",
                   f"        {', '.join(ptrs + ['part', 'res', 'out', 'n_parts', 'float(total)'] + numel_vals + scalars)},",
                   f"        BLOCK_P=min({FINAL_BLOCK}, triton.next_power_of_2(n_parts)))"]
         if self.tensor_out:
-            lines += ["    full_apply_kernel[(triton.cdiv(total, BLOCK),)](",
-                      f"        {', '.join(ptrs + ['res', 'out', 'total', 'float(total)'] + numel_vals + scalars)},",
-                      "        BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+            lines += ["    full_apply_kernel[(n_blocks,)](",
+                      f"        {', '.join(ptrs + ['res', 'out'] + sizes + ['float(total)'] + numel_vals + scalars)},",
+                      "        BLOCK_R=block_r, BLOCK_C=block_c, num_warps=NUM_WARPS)"]
         shape = list(self.lowered.output.shape)
         lines.append("    return out" if self.tensor_out else
                      f"    return out.reshape({shape})")
@@ -285,6 +339,9 @@ class FullReduceTemplate:
         kinds = sorted({r.attrs[0] for r in lowered.reduces})
         shape = "[" + ", ".join(map(str, lowered.reduces[0].args[0].shape)) + "]"
         desc = f"full {'/'.join(kinds)} reduction of a {shape} tensor with a fused epilogue"
-        return KernelPlan("full_reduction", desc, dict(SPACE), dict(DEFAULTS),
-                          cls(problem, traced, lowered, desc))
+        template = cls(problem, traced, lowered, desc)
+        defaults = dict(DEFAULTS)
+        if not template.tensor_out and math.prod(template.main) >= LARGE:
+            defaults.update(BLOCK=8192, num_warps=16)
+        return KernelPlan("full_reduction", desc, dict(SPACE), defaults, template)
 

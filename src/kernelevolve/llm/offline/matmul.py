@@ -252,6 +252,14 @@ class MatmulTemplate:
                       "        tl.store(ws_ptr + tl.program_id(1) * ws_split + ws_tile, acc, "
                       "mask=mask)",
                       "    else:"]
+        self._epilogue(lines, ind, batched)
+        return "\n".join(lines)
+
+    def _epilogue(self, lines: list[str], ind: str, batched: bool) -> None:
+        """Append the fused epilogue and the store: ``acc`` is the fp32 [BLOCK_M, BLOCK_N] tile
+        of the product at rows ``offs_m`` and columns ``offs_n`` (``mask_m``, ``mask_n``,
+        ``mask`` in scope); the matrix-vector template (gemv.py) shares it."""
+        names = self.sig.operand_names
         lines.append(f"{ind}# Epilogue, in fp32 registers")
 
         def leaf(n: Node) -> str | None:
@@ -292,10 +300,12 @@ class MatmulTemplate:
         lines += [f"{ind}out_ptrs = {o0} + offs_m[:, None].to(tl.int64) * stride_om + "
                   "offs_n[None, :]",
                   f"{ind}tl.store(out_ptrs, {result}.to(out_ptr.dtype.element_ty), mask=mask)"]
-        return "\n".join(lines)
 
     # -- launcher --------------------------------------------------------------------------
-    def _launcher(self) -> str:
+    def _launcher_head(self, tensor_cores: bool) -> tuple[list[str], list[Operand]]:
+        """The launcher's lines up to the launch (operands checked, ``a``, ``b``, ``M``, ``N``,
+        ``K`` and ``out`` set, epilogue operands flattened) and the epilogue operands in kernel
+        argument order; the matrix-vector template (gemv.py) shares it."""
         sig, names, spec = self.sig, self.sig.operand_names, self.spec
         a, b = names[id(spec.a)], names[id(spec.b)]
         batched = spec.batched
@@ -315,7 +325,7 @@ class MatmulTemplate:
                   f"        raise ValueError(f\"cannot multiply {{list({a}.shape)}} by "
                   f"{{list({b}.shape)}}\")",
                   "    M, K = a.shape[-2], a.shape[-1]", "    N = b.shape[-1]"]
-        if not self.half:
+        if tensor_cores and not self.half:
             lines += ["    if TF32X3 and a.device.type == \"cuda\":",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
                       "        # b column-major) from rows aligned to 16 elements; an operand",
@@ -354,6 +364,12 @@ class MatmulTemplate:
                 lines += [f"    if {n}.numel() != {want}:",
                           f"        raise ValueError(f\"{n} has {{{n}.numel()}} elements, "
                           f"expected {{{want}}}\")", f"    {n} = {n}.reshape(-1)"]
+        return lines, others
+
+    def _launcher(self) -> str:
+        sig, names, spec = self.sig, self.sig.operand_names, self.spec
+        batched = spec.batched
+        lines, others = self._launcher_head(tensor_cores=True)
         grid = "triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)"
         lines.append(f"    grid = ({grid}, a.shape[0])" if batched else f"    grid = ({grid},)")
         tiles = [o for o in others if self.kinds[id(o)] == "tile"]
