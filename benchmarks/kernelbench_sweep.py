@@ -10,6 +10,9 @@ evaluation (status ``crash``). The target is 0 crashed.
 
     python benchmarks/kernelbench_sweep.py ../shared/kernelbench --out benchmarks/results/sweep
     python benchmarks/kernelbench_sweep.py ../shared/kernelbench --only level1/36 --no-tune
+    # level 2 with the library convolutions kept and the rest fused (tune --allow-op)
+    python benchmarks/kernelbench_sweep.py ../shared/kernelbench --only level2/ \
+        --allow-op conv2d conv3d conv_transpose2d conv_transpose3d --out /tmp/l2
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def _first_line(text: str, limit: int = 220) -> str:
 
 
 def sweep_one(path: str, tune: bool, target: str, wall_s: float, rounds: int,
-              eval_timeout_s: float, data_dir: str) -> dict[str, Any]:
+              eval_timeout_s: float, data_dir: str, allow_ops: list[str] | None = None
+              ) -> dict[str, Any]:
     """Load, analyze and (when covered) tune one file; never raises."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ["KERNELEVOLVE_HOME"] = data_dir
@@ -59,7 +63,7 @@ def sweep_one(path: str, tune: bool, target: str, wall_s: float, rounds: int,
     stage = "load"
     try:
         try:
-            problem = load_problem(p)
+            problem = load_problem(p).allowing(allow_ops or [])
         except KernelEvolveError as exc:
             row["reason"] = f"does not load: {_first_line(str(exc))}"
             return row
@@ -77,7 +81,8 @@ def sweep_one(path: str, tune: bool, target: str, wall_s: float, rounds: int,
         settings = load_settings(
             search={"rounds": rounds, "wall_s": wall_s, "retrieve": False, "distill": False,
                     "warm_start": 0},
-            llm={"model": "offline"}, eval={"timeout_s": eval_timeout_s},
+            llm={"model": "offline"},
+            eval={"timeout_s": eval_timeout_s, "allowed_ops": allow_ops or []},
             runs={"dir": str(Path(data_dir) / "runs")},
             store={"path": str(Path(data_dir) / "store.sqlite")})
         outcome = bench_one(p, target=target, settings=settings)
@@ -150,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tune", action="store_true", help="load and analyze only")
     ap.add_argument("--only", nargs="*", default=None,
                     help="problems whose 'level/name' starts with one of these")
+    ap.add_argument("--allow-op", nargs="*", default=[], dest="allow_ops",
+                    help="library ops kernels may call (e.g. conv2d conv3d): the offline "
+                         "synthesizer keeps them and fuses what follows (level 2)")
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="a problem that takes longer is recorded as crashed (hung)")
     args = ap.parse_args(argv)
@@ -168,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(args.jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
         futures = {pool.submit(sweep_one, str(f), not args.no_tune, args.target, args.wall,
-                               args.rounds, args.eval_timeout, data_dir): f for f in files}
+                               args.rounds, args.eval_timeout, data_dir, args.allow_ops): f
+                   for f in files}
         for fut in cf.as_completed(futures):
             f = futures[fut]
             try:
