@@ -134,13 +134,7 @@ class GemvTemplate(MatmulTemplate):
         strides += [f"stride_{names[id(o)]}_m" for o in others if self.kinds[id(o)] == "tile"]
         wide, thin = ("M", "N") if self.side == "n" else ("N", "M")
         tile = "(BLOCK, 1)" if self.side == "n" else "(1, BLOCK)"
-        lines = ["@triton.jit", "def fused_matmul_kernel(", "    # Pointers",
-                 f"    {', '.join(ptrs)},", "    # Sizes", "    M, N, K,",
-                 "    # Strides (a is [M, K], b is [K, N]; the output and epilogue tiles have",
-                 "    # contiguous rows)", f"    {', '.join(strides)},"]
-        if self.sig.scalars:
-            lines += ["    # Scalars (model attributes)",
-                      f"    {', '.join(self.sig.scalars.values())},"]
+        lines = self._kernel_head(ptrs, strides)
         lines += [f"    # Meta-parameters: BLOCK {'rows' if self.side == 'n' else 'columns'} "
                   f"of the output per program, K in BLOCK_K chunks; EVEN_K: every K range",
                   "    # is whole chunks (no mask along K)",

@@ -166,13 +166,7 @@ class MatmulTemplate:
         if batched:
             strides += ["stride_ab", "stride_bb", "stride_ob"] + [
                 f"stride_{names[id(o)]}_b" for o in tiles]
-        lines = ["@triton.jit", "def fused_matmul_kernel(", "    # Pointers",
-                 f"    {', '.join(ptrs)},", "    # Sizes", "    M, N, K,",
-                 "    # Strides (a is [M, K], b is [K, N]; the output and epilogue tiles have",
-                 "    # contiguous rows)", f"    {', '.join(strides)},"]
-        if self.sig.scalars:
-            lines += ["    # Scalars (model attributes)",
-                      f"    {', '.join(self.sig.scalars.values())},"]
+        lines = self._kernel_head(ptrs, strides)
         lines += ["    # Meta-parameters", "    BLOCK_M: tl.constexpr,",
                   "    BLOCK_N: tl.constexpr,", "    BLOCK_K: tl.constexpr,",
                   "    GROUP_M: tl.constexpr,"]
@@ -254,6 +248,18 @@ class MatmulTemplate:
                       "    else:"]
         self._epilogue(lines, ind, batched)
         return "\n".join(lines)
+
+    def _kernel_head(self, ptrs: list[str], strides: list[str]) -> list[str]:
+        """The kernel's signature up to its meta-parameters: pointers, sizes, strides and the
+        model's scalar attributes."""
+        lines = ["@triton.jit", "def fused_matmul_kernel(", "    # Pointers",
+                 f"    {', '.join(ptrs)},", "    # Sizes", "    M, N, K,",
+                 "    # Strides (a is [M, K], b is [K, N]; the output and epilogue tiles have",
+                 "    # contiguous rows)", f"    {', '.join(strides)},"]
+        if self.sig.scalars:
+            lines += ["    # Scalars (model attributes)",
+                      f"    {', '.join(self.sig.scalars.values())},"]
+        return lines
 
     def _epilogue(self, lines: list[str], ind: str, batched: bool) -> None:
         """Append the fused epilogue and the store: ``acc`` is the fp32 [BLOCK_M, BLOCK_N] tile
