@@ -1,0 +1,480 @@
+"""The source the convolution template emits (``conv.py`` plans it and says why it is shaped
+so): the Triton kernels (the window table, the implicit GEMM, the pointwise GEMM and the direct
+depthwise kernel) and the launcher that picks one per convolution and phase."""
+
+_GATHER = '''
+        # The window table gives each k its input offset (row 0) and its window offsets (rows
+        # 1-3, for the padding masks of conv_window)
+        t_ptrs = tab_ptr + offs_k
+        x_col = tl.load(t_ptrs, mask=mask_k, other=0)
+        ok = conv_window(t_ptrs[None, :], mask_k[None, :], K, d0[:, None], h0[:, None],
+                         w0[:, None], ID, IH, IW, ND)
+        x_mask = mask_m[:, None] & mask_k[None, :] & ok
+        x_tile = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]), mask=x_mask,
+                         other=0.0).to(tl.float32)'''
+
+_WINDOW = '''@triton.jit
+def conv_window(
+    # Pointers into the window table (rows 1-3: window offsets per dim) and their mask
+    t_ptrs, t_mask,
+    # Sizes: the table's row length; the window's start per dim; the input's extents
+    K, d0, h0, w0, ID, IH, IW,
+    # Meta-parameters: spatial dims
+    ND: tl.constexpr,
+):
+    # Whether each (position, k) reads an input element rather than the zero padding; only
+    # the real spatial dims (the last ND) are checked.
+    i_w = w0 + tl.load(t_ptrs + 3 * K, mask=t_mask, other=0)
+    ok = (i_w >= 0) & (i_w < IW)
+    if ND >= 2:
+        i_h = h0 + tl.load(t_ptrs + 2 * K, mask=t_mask, other=0)
+        ok = ok & (i_h >= 0) & (i_h < IH)
+    if ND == 3:
+        i_d = d0 + tl.load(t_ptrs + K, mask=t_mask, other=0)
+        ok = ok & (i_d >= 0) & (i_d < ID)
+    return ok'''
+
+_HEAD = '''
+    # Sizes: M = N * OD * OH * OW output positions; channels per group; spatial extents;
+    # K = input channels per group * window taps
+    M, K, C_IN_G, C_OUT_G, C_OUT, ID, IH, IW, OD, OH, OW,
+    # Strides of x [N, C, D, H, W], of w along its output (standard) / input channels, of
+    # the output [N, C, OD, OH, OW] (a transposed convolution's phase is a strided view) and of
+    # the bias (a forward input may be a strided view)
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_on, s_oc, s_od, s_oh, s_ow, s_b,
+    # Convolution hyper-parameters (a transposed convolution's phase: stride 1, padding 0)
+    st_d, st_h, st_w, pad_d, pad_h, pad_w,
+    # Meta-parameters: spatial dims; bias; transposed (weights [C_in, C_out / groups, ...])
+    ND: tl.constexpr, HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,'''
+
+_DECODE = '''
+    # Output position -> (n, od, oh, ow), and the input position its window starts from:
+    # output position * stride - padding
+    ow = offs_m % OW
+    t = offs_m // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    n = t // OD
+    d0 = od * st_d - pad_d
+    h0 = oh * st_h - pad_h
+    w0 = ow * st_w - pad_w
+    x_row = n * s_xn + d0 * s_xd + h0 * s_xh + w0 * s_xw
+    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow'''
+
+KERNELS = _WINDOW + f'''
+
+
+@triton.jit
+def conv_table_kernel(
+    # Pointers: the window table [5, K] (int64)
+    tab_ptr,
+    # Sizes: K = C_IN_G * NKD * NKH * NKW taps (the window positions per dim that contribute)
+    K, NKD, NKH, NKW,
+    # Strides of x (channel, d, h, w) and of w (input channel, kd, kh, kw)
+    s_xc, s_xd, s_xh, s_xw, s_wi, s_wd, s_wh, s_ww,
+    # Per dim: the contributing window positions k0 + j * step, and the input offset of
+    # window position k, (base + k * mul) // div (an exact division)
+    k0_d, k0_h, k0_w, step_d, step_h, step_w, base_d, base_h, base_w,
+    mul_d, mul_h, mul_w, div_d, div_h, div_w,
+    # Meta-parameters
+    BLOCK: tl.constexpr,
+):
+    # Row 0: the x offset of k's channel and window; rows 1-3: the window offset per dim;
+    # row 4: k's w offset.
+    offs_k = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs_k < K
+    taps = NKD * NKH * NKW
+    ci = (offs_k // taps).to(tl.int64)
+    r = offs_k % taps
+    kd = k0_d + (r // (NKH * NKW)) * step_d
+    kh = k0_h + ((r // NKW) % NKH) * step_h
+    kw = k0_w + (r % NKW) * step_w
+    k_d = ((base_d + kd * mul_d) // div_d).to(tl.int64)
+    k_h = ((base_h + kh * mul_h) // div_h).to(tl.int64)
+    k_w = ((base_w + kw * mul_w) // div_w).to(tl.int64)
+    tl.store(tab_ptr + offs_k, ci * s_xc + k_d * s_xd + k_h * s_xh + k_w * s_xw, mask=mask)
+    tl.store(tab_ptr + K + offs_k, k_d, mask=mask)
+    tl.store(tab_ptr + 2 * K + offs_k, k_h, mask=mask)
+    tl.store(tab_ptr + 3 * K + offs_k, k_w, mask=mask)
+    w_off = ci * s_wi + (kd * s_wd + kh * s_wh + kw * s_ww).to(tl.int64)
+    tl.store(tab_ptr + 4 * K + offs_k, w_off, mask=mask)
+
+
+@triton.jit
+def conv_gemm_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    # tf32x3 (else ieee) products; w is a dense [C_out, K] copy, K contiguous
+    TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr,
+):
+    # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
+    # group and walks the (input channel, kernel window) axis in BLOCK_K slices.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    g = pid_n // n_blocks_n
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = offs_m < M
+    mask_n = offs_n < C_OUT_G{_DECODE}
+    x_row += (g * C_IN_G).to(tl.int64) * s_xc
+    if W_KMAJOR:
+        w_base = (g * C_OUT_G + offs_n).to(tl.int64) * K
+    elif TRANSPOSED:
+        w_base = g.to(tl.int64) * s_wg + offs_n.to(tl.int64) * s_wo
+    else:
+        w_base = (g * C_OUT_G + offs_n).to(tl.int64) * s_wo
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        mask_k = offs_k < K{_GATHER}
+        if W_KMAJOR:
+            # k itself, not a table entry: the compiler sees K contiguous and lays the tile
+            # K-major, as TF32 tensor-core products read it
+            w_ptrs = w_ptr + (w_base[None, :] + offs_k[:, None])
+        else:
+            w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)
+            w_ptrs = w_ptr + (w_base[None, :] + w_off[:, None])
+        w_tile = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :],
+                         other=0.0).to(tl.float32)
+        if TF32X3:
+            # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi): fp32-level
+            # error; plain TF32 would miss the 1e-4 fp32 tolerance.
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
+        else:
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
+    co = g * C_OUT_G + offs_n
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def conv_pointwise_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    # Sizes: positions per image (OD * OH * OW); channels per group; groups; tiles of a group's
+    # output channels and of the positions
+    P, C_IN_G, C_OUT_G, GROUPS, TILES_N, TILES_P,
+    # Strides of x and out (batch, channel, position: the spatial dims read as one), of w
+    # (output, input channel) and of the bias
+    s_xn, s_xc, s_xp, s_on, s_oc, s_op, s_wo, s_wi, s_b,
+    # Meta-parameters
+    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, TF32X3: tl.constexpr,
+):
+    # A 1x1 convolution with stride 1 and no padding is a GEMM per image and group:
+    # out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P], the positions contiguous in x and
+    # out. A program owns BLOCK_N output channels x BLOCK_M positions; the channel tiles of one
+    # position tile run next to each other, so x is read from memory about once.
+    pid = tl.program_id(0)
+    pid_n = pid % TILES_N
+    t = pid // TILES_N
+    g = t % GROUPS
+    t = t // GROUPS
+    pid_p = t % TILES_P
+    n = t // TILES_P
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_p = pid_p * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask_n = offs_n < C_OUT_G
+    mask_p = offs_p < P
+    co = (g * C_OUT_G + offs_n).to(tl.int64)
+    x_base = x_ptr + n.to(tl.int64) * s_xn + (g * C_IN_G).to(tl.int64) * s_xc
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for k0 in range(0, C_IN_G, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        mask_k = offs_k < C_IN_G
+        # w [C_out, C_in] row-major: K contiguous, as TF32 tensor-core products read it
+        w_tile = tl.load(w_ptr + (co[:, None] * s_wo + offs_k[None, :] * s_wi),
+                         mask=mask_n[:, None] & mask_k[None, :], other=0.0).to(tl.float32)
+        x_tile = tl.load(x_base + (offs_k.to(tl.int64)[:, None] * s_xc + offs_p[None, :] * s_xp),
+                         mask=mask_k[:, None] & mask_p[None, :], other=0.0).to(tl.float32)
+        if TF32X3:
+            acc = tl.dot(w_tile, x_tile, acc, input_precision="tf32x3")
+        else:
+            acc = tl.dot(w_tile, x_tile, acc, input_precision="ieee")
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[:, None]
+    out_ptrs = out_ptr + (n.to(tl.int64) * s_on + co[:, None] * s_oc + offs_p[None, :] * s_op)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_n[:, None] & mask_p[None, :])
+
+
+@triton.jit
+def conv_direct_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    # Sizes: output rows R = N * C_out * OD * OH; output channels, of them per group (the
+    # channel multiplier); input and output extents; tiles of the columns (ow)
+    R, C_OUT, C_OUT_G, ID, IH, IW, OD, OH, OW, TILES_W,
+    # Strides of x [N, C, D, H, W]; of w per group, per output channel of a group and per tap
+    # (d, h, w); of the output [N, C, OD, OH, OW] (a transposed phase's is a strided view); of
+    # the bias
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_wd, s_wh, s_ww,
+    s_on, s_oc, s_od, s_oh, s_ow, s_b,
+    # Per dim: the input offset of tap 0 (-padding for a standard convolution) and its weight
+    # tap
+    off_d, off_h, off_w, wk_d, wk_h, wk_w,
+    # Meta-parameters, per dim: taps; output stride; input step and weight step per tap
+    NT_D: tl.constexpr, NT_H: tl.constexpr, NT_W: tl.constexpr,
+    ST_D: tl.constexpr, ST_H: tl.constexpr, ST_W: tl.constexpr,
+    DIL_D: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
+    WST_D: tl.constexpr, WST_H: tl.constexpr, WST_W: tl.constexpr,
+    HAS_BIAS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
+):
+    # One input channel per group (depthwise): a program owns BLOCK_H output rows
+    # (n, channel, od, oh) x BLOCK_W columns (ow), so lanes along ow read neighbouring inputs
+    # and small planes share a program; the taps are unrolled, and input tap (t_d, t_h, t_w)
+    # of output o is o * ST + off + t * DIL per dim.
+    pid = tl.program_id(0)
+    offs_r = (pid // TILES_W).to(tl.int64) * BLOCK_H + tl.arange(0, BLOCK_H)
+    ow = (pid % TILES_W) * BLOCK_W + tl.arange(0, BLOCK_W)
+    mask_r = offs_r < R
+    mask_w = ow < OW
+    oh = offs_r % OH
+    t = offs_r // OH
+    od = t % OD
+    t = t // OD
+    co = t % C_OUT
+    n = t // C_OUT
+    g = co // C_OUT_G
+    x_rows0 = n * s_xn + g * s_xc
+    w_rows = g * s_wg + (co % C_OUT_G) * s_wo
+    acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)
+    for t_d in tl.static_range(NT_D):
+        i_d = od * ST_D + off_d + t_d * DIL_D
+        for t_h in tl.static_range(NT_H):
+            i_h = oh * ST_H + off_h + t_h * DIL_H
+            ok_r = mask_r & (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
+            x_rows = x_rows0 + i_d * s_xd + i_h * s_xh
+            for t_w in tl.static_range(NT_W):
+                i_w = ow * ST_W + off_w + t_w * DIL_W
+                ok_w = mask_w & (i_w >= 0) & (i_w < IW)
+                # the rows' weights of this tap (one value where the rows share a channel)
+                w_tap = tl.load(w_ptr + (w_rows + ((wk_d + t_d * WST_D) * s_wd
+                                                   + (wk_h + t_h * WST_H) * s_wh
+                                                   + (wk_w + t_w * WST_W) * s_ww)),
+                                mask=mask_r, other=0.0).to(tl.float32)
+                x_tile = tl.load(x_ptr + (x_rows[:, None] + (i_w * s_xw)[None, :]),
+                                 mask=ok_r[:, None] & ok_w[None, :], other=0.0).to(tl.float32)
+                acc += x_tile * w_tap[:, None]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co * s_b, mask=mask_r, other=0.0).to(tl.float32)[:, None]
+    out_rows = n * s_on + co * s_oc + od * s_od + oh * s_oh
+    out_ptrs = out_ptr + (out_rows[:, None] + (ow * s_ow)[None, :])
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_r[:, None] & mask_w[None, :])'''
+
+LAUNCHER = '''def _per_dim(value, nd, fill, name):
+    """A conv hyper-parameter as 3 ints (leading dims ``fill``): an int or one per dim."""
+    if isinstance(value, str):
+        raise ValueError(f"{name}={value!r}: string paddings are not supported")
+    values = list(value) if isinstance(value, (list, tuple)) else [value] * nd
+    if len(values) == 1 and nd > 1:
+        values = values * nd
+    if len(values) != nd:
+        raise ValueError(f"{name} has {len(values)} entries for a {nd}-d convolution")
+    return [fill] * (3 - nd) + [int(v) for v in values]
+
+
+def _phase_taps(phase, size, stride, pad, dil):
+    """The window positions k of a transposed convolution that reach the output positions
+    phase + stride * j, as (first, step, count), and the input offset of k as (base, mul, div):
+    input = j + (phase + pad - k * dil) / stride, an exact division."""
+    taps = [k for k in range(size) if (phase + pad - k * dil) % stride == 0]
+    step = taps[1] - taps[0] if len(taps) > 1 else 1
+    return (taps[0] if taps else 0, step, len(taps)), (phase + pad, -dil, stride)
+
+
+def _k_major(w5, taps, groups, transposed, c_out, k_total):
+    """The weight taps one GEMM launch reads, as a dense [C_out, K] matrix in the window table's
+    k order (input channel, then the taps per dim): K contiguous. A view where the weight is
+    already so laid out (a contiguous standard convolution's)."""
+    w = w5[(slice(None), slice(None), *(slice(f, f + s * n, s) for f, s, n in taps))]
+    if transposed:
+        # [C_in, C_out / groups, ...] -> [groups, C_out / groups, C_in / groups, ...]
+        w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:]).transpose(1, 2)
+    return w.reshape(c_out, k_total).contiguous()
+
+
+def _flat_stride(t):
+    """The stride of ``t``'s spatial positions (dims 2-4) read as one flat axis, or None where
+    they are not evenly spaced."""
+    step = expect = None
+    for size, stride in reversed(list(zip(t.shape[2:], t.stride()[2:]))):
+        if size == 1:
+            continue
+        if expect is not None and stride != expect:
+            return None
+        step = stride if step is None else step
+        expect = stride * size
+    return 1 if step is None else step
+
+
+# The depthwise kernel unrolls the window; a larger one takes the implicit GEMM instead
+MAX_DIRECT_TAPS = 128
+
+
+def _grid_1d(programs):
+    if programs >= 2 ** 31:
+        raise ValueError(f"{programs} programs exceed a 1-D grid; use larger tiles")
+    return (programs,)
+
+
+def _direct_launch(x5, w5, bias, out, c_out_g, transposed, taps, offsets, st, pad):
+    """The depthwise kernel over ``out`` [N, C_out, OD, OH, OW] (any strides). Input tap t of
+    output position o is o * stride - padding + (base + (first + t * step) * mul) // div per
+    dim: linear in t (``first``, ``step``: ``taps``; ``base``, ``mul``, ``div``: ``offsets``)."""
+    n_batch, c_out, od, oh, ow = out.shape
+    rows = n_batch * c_out * od * oh
+    # Rows shorter than BLOCK_W: more of them, so a program still holds at least 1024 outputs
+    # (the per-program work; and the interpreter's cost is per program); few rows: longer ones
+    block_w = min(BLOCK_W, triton.next_power_of_2(ow))
+    short = max(BLOCK_H * BLOCK_W, 1024) // block_w if block_w < BLOCK_W else BLOCK_H
+    block_h = min(triton.next_power_of_2(rows), max(BLOCK_H, short))
+    block_w = min(triton.next_power_of_2(ow), max(block_w, BLOCK_H * BLOCK_W // block_h))
+    tiles_w = triton.cdiv(ow, block_w)
+    off = [(o[0] + t[0] * o[1]) // o[2] - p for t, o, p in zip(taps, offsets, pad)]
+    dil = [t[1] * o[1] // o[2] if t[2] > 1 else 0 for t, o in zip(taps, offsets)]
+    # per group, w advances by its input (transposed) or output channels
+    s_wo = w5.stride(1) if transposed else w5.stride(0)
+    s_wg = w5.stride(0) if transposed else c_out_g * s_wo
+    has_bias = bias is not None
+    conv_direct_kernel[_grid_1d(triton.cdiv(rows, block_h) * tiles_w)](
+        x5, w5, bias if has_bias else w5, out, rows, c_out, c_out_g, *x5.shape[2:], od, oh, ow,
+        tiles_w, *x5.stride(), s_wg, s_wo, *w5.stride()[2:], *out.stride(),
+        bias.stride(0) if has_bias else 0, *off, *(t[0] for t in taps),
+        NT_D=taps[0][2], NT_H=taps[1][2], NT_W=taps[2][2], ST_D=st[0], ST_H=st[1], ST_W=st[2],
+        DIL_D=dil[0], DIL_H=dil[1], DIL_W=dil[2], WST_D=taps[0][1], WST_H=taps[1][1],
+        WST_W=taps[2][1], HAS_BIAS=has_bias, BLOCK_H=block_h, BLOCK_W=block_w,
+        num_warps=max(1, min(NUM_WARPS, block_h * block_w // 32)))
+
+
+def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
+    """A 1x1 convolution with stride 1 and no padding as a GEMM per image and group over the
+    positions read as one axis (x's evenly spaced, ``s_xp`` apart)."""
+    n_batch, positions = out.shape[0], out.shape[2] * out.shape[3] * out.shape[4]
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+    block_k = min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
+    block_m = min(BLOCK_M, max(16, triton.next_power_of_2(positions)))
+    tiles_n, tiles_p = triton.cdiv(c_out_g, block_n), triton.cdiv(positions, block_m)
+    has_bias = bias is not None
+    conv_pointwise_kernel[_grid_1d(n_batch * tiles_p * groups * tiles_n)](
+        x5, w5, bias if has_bias else w5, out, positions, c_in_g, c_out_g, groups, tiles_n,
+        tiles_p, x5.stride(0), x5.stride(1), s_xp, out.stride(0), out.stride(1),
+        _flat_stride(out), w5.stride(0), w5.stride(1), bias.stride(0) if has_bias else 0,
+        HAS_BIAS=has_bias, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+        TF32X3=bool(tf32x3), num_warps=NUM_WARPS)
+
+
+def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
+                 pad, s_wi, nd, tf32x3):
+    """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
+    OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
+    GEMM for a 1x1 one, else the window table and the implicit GEMM. ``tf32x3``: the GEMMs'
+    products as three TF32 ones (the implicit GEMM reading a K-major copy of the weight)."""
+    n_batch, c_out = out.shape[0], out.shape[1]
+    m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
+    if m == 0:
+        return
+    n_taps = taps[0][2] * taps[1][2] * taps[2][2]
+    if c_in_g == 1 and n_taps <= MAX_DIRECT_TAPS:
+        _direct_launch(x5, w5, bias, out, c_out_g, transposed, taps, offsets, st, pad)
+        return
+    s_xp = _flat_stride(x5)
+    if (not transposed and n_taps == 1 and list(w5.shape[2:]) == [1, 1, 1] and st == [1, 1, 1]
+            and pad == [0, 0, 0] and s_xp is not None and _flat_stride(out) is not None):
+        _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
+        return
+    k_total = c_in_g * n_taps
+    table = torch.empty((5, max(1, k_total)), dtype=torch.int64, device=x5.device)
+    if k_total:
+        conv_table_kernel[(triton.cdiv(k_total, 256),)](
+            table, k_total, taps[0][2], taps[1][2], taps[2][2], *x5.stride()[1:], s_wi,
+            *w5.stride()[2:], *(t[0] for t in taps), *(t[1] for t in taps),
+            *(o[0] for o in offsets), *(o[1] for o in offsets), *(o[2] for o in offsets),
+            BLOCK=256)
+    has_bias = bias is not None
+    # per group, w advances by its input (transposed) or output channels
+    s_wo = w5.stride(1) if transposed else w5.stride(0)
+    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
+    args = (x5, w5, bias if has_bias else w5, table, out,
+            m, k_total, c_in_g, c_out_g, c_out, *x5.shape[2:], *out.shape[2:],
+            *x5.stride(), s_wg, s_wo, *out.stride(),
+            bias.stride(0) if has_bias else 0, *st, *pad)
+    meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed))
+    # no wider than the channels and taps (a transposed phase may hold few taps)
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+    block_k = min(BLOCK_K, max(16, triton.next_power_of_2(k_total)))
+    grid = (triton.cdiv(m, BLOCK_M), groups * triton.cdiv(c_out_g, block_n))
+    # TF32 tensor-core products read the weight tile K-major: on every device, so the
+    # interpreter verifies the addressing the GPU runs
+    w_kmajor = bool(tf32x3) and k_total > 0
+    if w_kmajor:
+        args = (x5, _k_major(w5, taps, groups, transposed, c_out, k_total)) + args[2:]
+    conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
+                           TF32X3=bool(tf32x3), W_KMAJOR=w_kmajor, num_warps=NUM_WARPS)
+
+
+def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
+            tf32x3=False):
+    """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
+    fp32 GEMM products as three TF32 tensor-core ones (else ieee FMA)."""
+    nd = weight.dim() - 2
+    if not 1 <= nd <= 3:
+        raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
+    if x.dim() != nd + 2:
+        raise ValueError(f"x has {x.dim()} dims; a {nd}-d convolution takes {nd + 2}")
+    groups = int(groups)
+    n_batch, c_in = x.shape[0], x.shape[1]
+    x5 = x.reshape(n_batch, c_in, *([1] * (3 - nd)), *x.shape[2:])
+    w5 = weight.reshape(weight.shape[0], weight.shape[1], *([1] * (3 - nd)), *weight.shape[2:])
+    st = _per_dim(stride, nd, 1, "stride")
+    pad = _per_dim(padding, nd, 0, "padding")
+    dil = _per_dim(dilation, nd, 1, "dilation")
+    ks = list(w5.shape[2:])
+    sizes_in = list(x5.shape[2:])
+    if transposed:
+        c_in_g, c_out_g = c_in // groups, weight.shape[1]
+        opad = _per_dim(output_padding, nd, 0, "output_padding")
+        sizes_out = [(i - 1) * s - 2 * p + d * (k - 1) + o + 1
+                     for i, s, p, d, k, o in zip(sizes_in, st, pad, dil, ks, opad)]
+        s_wi = w5.stride(0)
+        if weight.shape[0] != c_in:
+            raise ValueError(f"weight has {weight.shape[0]} input channels; x has {c_in}")
+    else:
+        c_in_g, c_out_g = weight.shape[1], weight.shape[0] // groups
+        sizes_out = [(i + 2 * p - d * (k - 1) - 1) // s + 1
+                     for i, s, p, d, k in zip(sizes_in, st, pad, dil, ks)]
+        s_wi = w5.stride(1)
+    if c_in_g * groups != c_in:
+        raise ValueError(f"x has {c_in} channels; the weight expects {c_in_g} x {groups} groups")
+    if min(sizes_out) <= 0:
+        raise ValueError(f"the output would be empty ({sizes_out})")
+    c_out = c_out_g * groups
+    out = torch.empty((n_batch, c_out, *sizes_out), dtype=x.dtype, device=x.device)
+    if out.numel() == 0:
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
+    if not transposed:
+        _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
+                     [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
+                     tf32x3)
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
+    # A transposed convolution, one stride phase at a time: the output positions
+    # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
+    # a fixed offset: a standard convolution with stride 1 written into a strided view of the
+    # output. No tap is spent on the positions the stride skips.
+    for pd in range(st[0]):
+        for ph in range(st[1]):
+            for pw in range(st[2]):
+                found = [_phase_taps(p, k, s, q, d)
+                         for p, k, s, q, d in zip((pd, ph, pw), ks, st, pad, dil)]
+                view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
+                _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
+                             [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
+                             [0, 0, 0], s_wi, nd, tf32x3)
+    return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
