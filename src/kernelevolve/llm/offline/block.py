@@ -2,7 +2,7 @@
 
 The families matched on the fx graph (pooling, norms, scans, arg-reductions) each write one
 kernel and one launcher; what varies between candidates is the block size, the warps and, for
-some, a constexpr of their own (a norm's SPLIT). This renders them all.
+some, a constexpr of their own (a norm's N_PROGRAMS). This renders them all.
 """
 
 from __future__ import annotations
