@@ -44,3 +44,13 @@ def test_the_stage_can_be_turned_off():
     assert r.ok, r.message
     (check,) = [c for c in r.checks if c.name == "compiles for a GPU"]
     assert check.skipped and "gpu_compile_arch" in check.detail
+
+
+def test_a_compile_that_outlives_its_limit_is_a_timeout_not_a_compile_error(tmp_path):
+    # A loaded machine can take longer than the stage's limit (half of eval.timeout_s): that is
+    # no evidence against the kernels, so it must not be reported as one.
+    from kernelevolve.tools.harness.gpu_compile import CompileTimeout, compile_specs
+
+    spec = {"kernel": "k", "signature": {}, "constexprs": {}, "options": {}}
+    with pytest.raises(CompileTimeout, match="took more than"):
+        compile_specs(DATA / "matmul_dot_16x16.py", [spec], 90, timeout_s=0.01)

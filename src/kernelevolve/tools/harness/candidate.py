@@ -309,10 +309,18 @@ class CandidateSide:
     def do_gpu_compile(self, arch: int, timeout_s: float) -> dict[str, Any]:
         """Compile the kernels launched so far for sm_<arch> (gpu_compile.py): the errors, how
         many distinct kernels were compiled, and those that could not be described."""
-        from kernelevolve.tools.harness.gpu_compile import compile_specs, launch_specs
+        from kernelevolve.tools.harness.gpu_compile import (
+            CompileTimeout,
+            compile_specs,
+            launch_specs,
+        )
 
         specs, skipped = launch_specs(list(self.launches.log or []))
-        errors = compile_specs(self.path, specs, arch, timeout_s) if specs else []
+        try:
+            errors = compile_specs(self.path, specs, arch, timeout_s) if specs else []
+        except CompileTimeout as exc:
+            return {"errors": [], "timed_out": str(exc), "kernels": len(specs),
+                    "skipped": skipped}
         return {"errors": errors, "kernels": len(specs), "skipped": skipped}
 
     def do_build(self, key: str, init_inputs: list[Any], state: dict[str, torch.Tensor],

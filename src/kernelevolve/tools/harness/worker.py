@@ -514,6 +514,9 @@ class Evaluation:
             return
         reply = self.remote.ask("gpu_compile", arch=int(arch),
                                 timeout_s=float(self.cfg["timeout_s"]) / 2)
+        if reply.get("timed_out"):
+            raise Verdict("timeout", f"{reply['timed_out']} (no verdict on whether they compile: "
+                                     f"raise eval.timeout_s on a loaded machine)")
         errors = [str(e) for e in reply.get("errors", [])]
         if errors:
             raise Verdict("compile_error", f"the kernels ran in Triton's interpreter but do not "
