@@ -275,9 +275,14 @@ def _common_args(out: Path, args: argparse.Namespace) -> dict[str, Any]:
 def train_sft(model_dir: str, rows: list[dict[str, Any]], out: Path, args: argparse.Namespace
               ) -> dict[str, Any]:
     import torch
-    from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
+
+    try:
+        from datasets import Dataset
+        from trl import SFTConfig, SFTTrainer
+    except Exception as exc:  # e.g. datasets' pyarrow floor above a machine's own pyarrow
+        print(f"TRL unusable here ({type(exc).__name__}: {exc}); SFT by the plain loop")
+        return train_sft_plain(model_dir, rows, out, args)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     # fp32 master weights (bf16 autocast on a GPU): a bf16 weight rounds away an update of 1e-5
@@ -295,6 +300,53 @@ def train_sft(model_dir: str, rows: list[dict[str, Any]], out: Path, args: argpa
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"rows": len(rows), "steps": trainer.state.global_step, "first_loss": losses[0],
             "last_loss": losses[-1], "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+def train_sft_plain(model_dir: str, rows: list[dict[str, Any]], out: Path,
+                    args: argparse.Namespace) -> dict[str, Any]:
+    """The same SFT without TRL: completion-only loss over the chat-templated prompt and reply,
+    AdamW, fp32 master weights with bf16 autocast on a GPU, one row per step (no padding)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(args.seed)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(device)
+    model.train()
+    examples = []
+    for r in rows:
+        head = tokenizer.apply_chat_template(r["prompt"], tokenize=True,
+                                             add_generation_prompt=True)
+        full = tokenizer.apply_chat_template(r["prompt"] + r["completion"], tokenize=True)
+        head = list(getattr(head, "input_ids", head))
+        full = list(getattr(full, "input_ids", full))[: args.max_length]
+        if len(full) <= len(head):  # the reply does not fit in max_length
+            continue
+        labels = [-100] * len(head) + full[len(head):]
+        examples.append((torch.tensor([full]), torch.tensor([labels])))
+    if not examples:
+        raise SystemExit(f"no training row fits in --max-length {args.max_length}")
+    steps = args.sft_steps or args.sft_epochs * len(examples)
+    optim = torch.optim.AdamW(model.parameters(), lr=args.sft_lr)
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    for step in range(steps):
+        if step % len(examples) == 0:
+            order = torch.randperm(len(examples)).tolist()
+        ids, labels = examples[order[step % len(examples)]]
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            loss = model(input_ids=ids.to(device), labels=labels.to(device)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optim.step()
+        optim.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        print(f"sft step {step + 1}/{steps} loss {losses[-1]:.4f}", flush=True)
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return {"rows": len(examples), "steps": steps, "first_loss": losses[0], "last_loss": losses[-1],
+            "wall_s": round(time.perf_counter() - t0, 1), "trainer": "plain loop (no TRL)"}
 
 
 def train_grpo(model_dir: str, rows: list[dict[str, Any]], out: Path, args: argparse.Namespace
