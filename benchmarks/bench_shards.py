@@ -93,7 +93,9 @@ def merge(args: argparse.Namespace) -> None:
     from kernelevolve.bench import BenchReport, markdown, summarize
 
     outcomes, metas, reports = [], [], []
-    for part in args.parts:
+    kept_earlier: list[str] = []
+    for i, part in enumerate(args.parts):
+        before = len(outcomes)
         merged_before = part / "bench.json"
         if merged_before.exists():  # a part merged already (on the device): its report and meta
             data = json.loads(merged_before.read_text())
@@ -101,13 +103,19 @@ def merge(args: argparse.Namespace) -> None:
             reports.append(report)
             outcomes += report.problems
             metas += data["meta"]
-            continue
-        for rep in sorted(part.glob("shard*/report/bench.json")):
-            report = BenchReport.model_validate_json(rep.read_text())
-            reports.append(report)
-            outcomes += report.problems
-        if (part / "meta.json").exists():
-            metas.append(json.loads((part / "meta.json").read_text()))
+        else:
+            for rep in sorted(part.glob("shard*/report/bench.json")):
+                report = BenchReport.model_validate_json(rep.read_text())
+                reports.append(report)
+                outcomes += report.problems
+            if (part / "meta.json").exists():
+                metas.append(json.loads((part / "meta.json").read_text()))
+        if i and args.keep_earlier:  # this part's outcomes for these problems do not count
+            fresh = outcomes[before:]
+            drop = [o for o in fresh if o.problem.startswith(tuple(args.keep_earlier))
+                    and any(e.problem == o.problem for e in outcomes[:before])]
+            kept_earlier += [o.problem for o in drop]
+            outcomes = outcomes[:before] + [o for o in fresh if o not in drop]
     if not reports:
         raise SystemExit(f"no shard reports (shard*/report/bench.json) under {args.parts}")
     first = reports[0]
@@ -127,6 +135,9 @@ def merge(args: argparse.Namespace) -> None:
         f"CUDA {m.get('cuda', '?')}, Python {m.get('python', '?')}, {m.get('date', '?')}: "
         f"`{m.get('command', '?')}`" for m in metas), "",
         "wall time is the sum over shards; shards ran concurrently on the one GPU.", ""]
+    if kept_earlier:
+        head += [f"Run again but keeping their earlier outcome ({args.why or 'see --why'}): "
+                 + ", ".join(kept_earlier) + ".", ""]
     md = markdown(merged)
     low = min(r.rounds for r in reports)
     if low != merged.rounds:  # parts run with different budgets
@@ -160,6 +171,10 @@ def main() -> None:
                    help="run outputs in order; a problem in several keeps its last outcome")
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("--name", default=None, help="the problems directory to name in the report")
+    m.add_argument("--keep-earlier", nargs="*", default=[], metavar="PREFIX",
+                   help="problems whose later runs do not replace their earlier outcome (a run "
+                        "spoilt by its surroundings, e.g. out of memory beside other GPU work)")
+    m.add_argument("--why", default="", help="the reason --keep-earlier names in the report")
     args = ap.parse_args()
     run(args) if args.cmd == "run" else merge(args)
 

@@ -146,6 +146,8 @@ HONEST_CASES = [
     ("row_softmax", "softmax", 1),
     ("linear_relu_two_kernels", "linear", 2),
     ("linear_then_triton_relu", "linear_epilogue", 1),
+    # last bits differ between calls (atomics, cuDNN's transposed convolution): still verified
+    ("relu_mul_add_nondeterministic", "relu", 1),
 ]
 
 # Run on one worker, in this order, with a short timeout.

@@ -548,6 +548,19 @@ def serve_candidate(sock: socket.socket, side: CandidateSide) -> None:
 
 
 # -- the judge side ------------------------------------------------------------------------------
+def unreadable_reply(exc: Exception) -> Verdict:
+    """The verdict on a reply the judge could not take in. Running out of memory while copying
+    the candidate's tensors is the device's state (a GPU shared with other work, a 6-GB output
+    beside the reference's), not the candidate's doing: a runtime error, which the search may
+    retry. Anything else is a reply that is not tensors and plain data: a cheat."""
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        return Verdict("runtime_error", f"the judge ran out of memory taking in the candidate's "
+                                        f"output ({type(exc).__name__}: {str(exc)[:300]}); "
+                                        f"free the device of other work and evaluate again")
+    return Verdict("cheat", f"the candidate's process sent a reply the judge refuses to read "
+                            f"({type(exc).__name__}: {exc})")
+
+
 class CandidateProcess:
     """The judge's handle on its candidate process: fork it, ask it, end it."""
 
@@ -596,9 +609,8 @@ class CandidateProcess:
                    "of memory ends it so")
             raise Verdict("crash", f"the candidate's process died during the evaluation "
                                    f"({how}){why}", fatal=True) from exc
-        except Exception as exc:  # a reply that is not tensors and plain data
-            raise Verdict("cheat", f"the candidate's process sent a reply the judge refuses to "
-                                   f"read ({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:
+            raise unreadable_reply(exc) from exc
         if not isinstance(reply, dict):
             raise Verdict("cheat", "the candidate's process sent a malformed reply")
         verdict = reply.get("verdict")
