@@ -36,6 +36,7 @@ import platform
 import secrets
 import sys
 import time
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +150,28 @@ def _strided_copy(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def names_read(cls: type) -> set[str]:
+    """The global names the functions defined in ``cls`` (and the classes it derives from in
+    the same module) read, nested functions and comprehensions included."""
+    names: set[str] = set()
+
+    def walk(code: types.CodeType) -> None:
+        names.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+
+    for klass in cls.__mro__:
+        if klass.__module__ != cls.__module__:
+            continue
+        for value in vars(klass).values():
+            func = getattr(value, "__func__", value)
+            code = getattr(func, "__code__", None)
+            if isinstance(code, types.CodeType):
+                walk(code)
+    return names
+
+
 def _to_device(values: list[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
@@ -236,7 +259,11 @@ class Evaluation:
         ``perturb``: another pair whose floating parameters moved away from their initial
         values (by their own spread, at least 0.1)."""
         module, ref, init_inputs = problem.instantiate(sizes, self.seed)
-        key = repr(init_inputs) + (" perturbed" if perturb else "")
+        # A Model whose methods read module-level sizes (``layer_norm(x, (size_0,))``) is
+        # another model at other sizes even when its constructor's arguments are the same.
+        read = sorted(names_read(type(ref)) & sizes.keys())
+        key = (repr(init_inputs) + "".join(f" {k}={sizes[k]}" for k in read)
+               + (" perturbed" if perturb else ""))
         if key not in self.instances:
             if perturb:
                 gen = torch.Generator().manual_seed(self.seed + 2400)
