@@ -6,6 +6,10 @@ import os
 import tempfile
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24, which freeze a rich Console's size
+# when the CLI module is imported; the tests set COLUMNS per command where tables are read.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 # Runs, the run store and the knowledge base default to the user's data directory: never the
 # real one in tests (session-scoped fixtures share this one; each test gets its own below).
 os.environ["KERNELEVOLVE_HOME"] = tempfile.mkdtemp(prefix="kernelevolve-tests-")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import threading
 from dataclasses import dataclass
 
 # Modules a candidate may import: the kernel languages and harmless helpers.
@@ -600,10 +601,17 @@ class _Kernels:
                                        f"({', '.join(sorted(JIT_BUILTINS))})")
 
 
+# CPython 3.11's parser can fail with "SystemError: AST constructor recursion depth mismatch"
+# when threads parse at once (a pool's evaluations are checked from several threads): one at a
+# time, a few milliseconds each.
+_PARSING = threading.Lock()
+
+
 def check_source(source: str, allowed_ops: list[str] | tuple[str, ...] = ()) -> list[StaticFinding]:
     """Every static reason to refuse ``source``; an empty list means it may run."""
     try:
-        tree = ast.parse(source)
+        with _PARSING:
+            tree = ast.parse(source)
     except SyntaxError as exc:
         return [StaticFinding("contract", exc.lineno or 0, f"syntax error: {exc.msg}")]
     class_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
