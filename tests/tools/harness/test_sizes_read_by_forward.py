@@ -19,3 +19,23 @@ def test_reference_reading_a_module_size_is_rebuilt_at_other_sizes() -> None:
     assert r.status.value == "ok", (r.status, r.message[:500])
     other = [c for c in r.checks if c.name == "correct on other shapes"]
     assert other and other[0].passed and "size_0" in other[0].detail, r.checks
+
+
+SCALE = 2
+
+
+def test_names_read_sees_methods_comprehensions_and_properties() -> None:
+    import torch.nn as nn
+
+    from kernelevolve.tools.harness.worker import names_read
+
+    class Reads(nn.Module):
+        def forward(self, x):
+            return [x * SCALE for _ in range(2)]
+
+        @property
+        def width(self):
+            return WIDTH  # noqa: F821 (never called: only the name read matters)
+
+    assert {"SCALE", "WIDTH"} <= names_read(Reads)
+    assert "SCALE" not in names_read(nn.Identity)

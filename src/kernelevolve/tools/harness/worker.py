@@ -165,10 +165,12 @@ def names_read(cls: type) -> set[str]:
         if klass.__module__ != cls.__module__:
             continue
         for value in vars(klass).values():
-            func = getattr(value, "__func__", value)
-            code = getattr(func, "__code__", None)
-            if isinstance(code, types.CodeType):
-                walk(code)
+            funcs = ([value.fget, value.fset] if isinstance(value, property)
+                     else [getattr(value, "__func__", value)])
+            for func in funcs:
+                code = getattr(func, "__code__", None)
+                if isinstance(code, types.CodeType):
+                    walk(code)
     return names
 
 
