@@ -111,11 +111,14 @@ def merge(args: argparse.Namespace) -> None:
             if (part / "meta.json").exists():
                 metas.append(json.loads((part / "meta.json").read_text()))
         if i and args.keep_earlier:  # this part's outcomes for these problems do not count
+            earlier = {o.problem for o in outcomes[:before]}
             fresh = outcomes[before:]
-            drop = [o for o in fresh if o.problem.startswith(tuple(args.keep_earlier))
-                    and any(e.problem == o.problem for e in outcomes[:before])]
-            kept_earlier += [o.problem for o in drop]
-            outcomes = outcomes[:before] + [o for o in fresh if o not in drop]
+            outcomes = outcomes[:before]
+            for o in fresh:
+                if o.problem in earlier and o.problem.startswith(tuple(args.keep_earlier)):
+                    kept_earlier.append(o.problem)
+                else:
+                    outcomes.append(o)
     if not reports:
         raise SystemExit(f"no shard reports (shard*/report/bench.json) under {args.parts}")
     first = reports[0]
