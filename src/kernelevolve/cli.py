@@ -19,8 +19,8 @@ app = typer.Typer(
     name="kernelevolve", no_args_is_help=True, add_completion=False,
     help="Writes and tunes compute kernels: verified correct, honestly measured.",
 )
-console = Console()
-err_console = Console(stderr=True)
+# Consoles are made when a command runs, not at import: a Console reads the terminal's width
+# (COLUMNS) when it is made.
 _state = {"debug": False}
 
 ConfigOption = Annotated[
@@ -51,6 +51,7 @@ def check(
     from kernelevolve.tools.harness.pool import make_pool
     from kernelevolve.tools.harness.render import render_result
 
+    console, err_console = Console(), Console(stderr=True)
     overrides = {"eval": {"allowed_ops": allow_op}} if allow_op else {}
     settings = load_settings(config, **overrides)
     with make_pool(target, settings.eval, workers=1) as pool:
@@ -83,6 +84,7 @@ def profile(
     from kernelevolve.tools.harness.pool import make_pool
     from kernelevolve.tools.harness.render import render_result
 
+    console, err_console = Console(), Console(stderr=True)
     chosen = [t.strip() for t in tools.split(",") if t.strip()]
     raw = {"raw_dir": str(raw_dir.resolve())} if raw_dir else {}
     settings = load_settings(config, eval={"profile": {"enabled": True, "tools": chosen, **raw}})
@@ -117,7 +119,7 @@ def _apply_run_flags(settings: Any, *, llm: str | None, no_kb: bool,
 
 
 @contextmanager
-def _interruptible(run_dir: Path) -> Iterator[None]:
+def _interruptible(run_dir: Path, err_console: Console) -> Iterator[None]:
     """Ctrl-C in a run: the Session closes on the way out (a local model server stops with it)
     and the user is told that the run is kept and how to continue it."""
     try:
@@ -165,18 +167,19 @@ def tune(
                               strategy=strategy, batch=batch)
     assert isinstance(settings, Settings)
     _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op)
+    err_console = Console(stderr=True)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
                         on_event=printer) as session:
         err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
                           f"{session.deps.synthesizer.name})", highlight=False)
-        _say_synthesizer(session)
-        with _interruptible(session.run_dir):
+        _say_synthesizer(session, err_console)
+        with _interruptible(session.run_dir, err_console):
             result = session.run()
     _finish(result, out if out is not None else Path(f"{Path(problem).stem}_tuned.py"), json_out)
 
 
-def _say_synthesizer(session: Any) -> None:
+def _say_synthesizer(session: Any, err_console: Console) -> None:
     err_console.print(f"[dim]synthesizer {session.spec.synthesizer}: "
                       f"{session.spec.synthesizer_reason}[/dim]", highlight=False)
 
@@ -209,12 +212,13 @@ def chat(
     settings = _tune_settings(config, goal=goal, rounds=rounds, batch=batch)
     assert isinstance(settings, Settings)
     _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op)
+    console, err_console = Console(), Console(stderr=True)
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
                         interactive=True, on_event=EventPrinter(err_console, quiet=True)
                         ) as session:
         err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
                           f"{session.deps.synthesizer.name})\n{CHAT_HELP}", highlight=False)
-        with _interruptible(session.run_dir):
+        with _interruptible(session.run_dir, err_console):
             result = session.run()
             while not result.finished:
                 best = (result.paused or {}).get("best")
@@ -258,10 +262,11 @@ def resume(
     from kernelevolve.graph.render import EventPrinter
     from kernelevolve.graph.session import Session
 
+    err_console = Console(stderr=True)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
     with Session.open(run, on_event=printer) as session:
         err_console.print(f"[bold]resuming[/bold] {session.run_dir}", highlight=False)
-        with _interruptible(session.run_dir):
+        with _interruptible(session.run_dir, err_console):
             result = session.run()
     _finish(result, out, json_out)
 
@@ -278,6 +283,7 @@ def _finish(result: object, out: Path | None, json_out: bool) -> None:
     if json_out:
         print(result.model_dump_json(indent=2))
     else:
+        console = Console()
         render_tune_result(result, console)
         if out is not None and result.kernel_path:
             console.print(f"best kernel written to {out}")
@@ -309,7 +315,7 @@ def targets() -> None:
             table.add_row(name, "yes", "yes" if t.timed else "no", t.description)
         except KernelEvolveError as exc:
             table.add_row(name, "no", "", str(exc))
-    console.print(table)
+    Console().print(table)
 
 
 # -- runs: the store (listing, inspection, exchange) and benchmarks ------------------------------
@@ -343,13 +349,14 @@ def runs(
     with store:
         scan = scan_runs(store, settings.runs.resolved_dir())
         records = store.runs()
+    err_console = Console(stderr=True)
     for path, why in scan.skipped:
         err_console.print(f"[dim]skipped {path}: {why}[/dim]", highlight=False)
     if json_out:
         print(json.dumps([r.model_dump(mode="json", exclude={"reference_source"})
                           for r in records], indent=1))
     else:
-        render_runs(records, console)
+        render_runs(records, Console())
 
 
 RunArgument = Annotated[str, typer.Argument(help="run id (or a unique prefix) or run directory")]
@@ -379,6 +386,7 @@ def trace(
     from kernelevolve.graph.inspect import render_events, render_tree
 
     record, candidates, trace_events = _run_records(run, config, events=events)
+    console = Console()
     render_tree(record, candidates, console)
     if events:
         console.print(Rule("[bold]events[/bold]", align="left"))
@@ -396,6 +404,7 @@ def show(
     from kernelevolve.graph.inspect import render_candidate, render_reference
 
     record, candidates, _ = _run_records(run, config)
+    console = Console()
     if node == "root":
         render_reference(record, console)
         return
@@ -436,6 +445,7 @@ def export(
     if status and fmt == "json":
         raise ConfigError("--status filters training data (--format trl, verl or jsonl); "
                           "a json export holds whole runs")
+    console = Console()
     settings, store = _open_store(config)
     with store:
         if runs:
@@ -474,6 +484,7 @@ def import_(
     with store:
         ids = store.import_runs(file)
         path = store.path
+    console = Console()
     console.print(f"imported {len(ids)} run(s) into {path}", highlight=False)
     for rid in ids:
         console.print(f"  {rid}", highlight=False)
@@ -504,7 +515,7 @@ def bench(
     _apply_run_flags(settings, llm=None, no_kb=no_kb, allow_op=allow_op)
     out_dir = out if out is not None else Path(f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("bench", total=None)
         name = [""]
 
@@ -523,6 +534,7 @@ def bench(
         report = run_bench(problems_dir, target=target, rounds=rounds, settings=settings,
                            out_dir=out_dir, on_problem=on_problem, on_outcome=on_outcome,
                            on_event=on_event)
+    console = Console()
     render_report(report, console)
     console.print(f"written {out_dir / 'bench.json'} and {out_dir / 'bench.md'}",
                   highlight=False)
@@ -542,7 +554,7 @@ def report(
     from kernelevolve.report import write_report
 
     path = write_report(run, out, settings=load_settings(config))
-    console.print(str(path), highlight=False, soft_wrap=True)
+    Console().print(str(path), highlight=False, soft_wrap=True)
     if open_:
         import webbrowser
 
@@ -559,13 +571,13 @@ def main() -> None:
         if _state["debug"]:
             raise
         # escaped: a message naming `pip install 'kernelevolve[aten]'` must keep its brackets
-        err_console.print(f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}",
-                          highlight=False)
+        Console(stderr=True).print(
+            f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}", highlight=False)
         sys.exit(1)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        err_console.print("Aborted.")
+        Console(stderr=True).print("Aborted.")
         sys.exit(130)
     except Exception as exc:  # click usage errors arrive here with standalone_mode=False
         # typer >= 0.25 vendors click as typer._click, so match the class by name: a usage

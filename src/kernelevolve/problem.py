@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from kernelevolve.errors import ProblemError
+from kernelevolve.pyparse import parse
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 # Optional: a problem may name library ops its candidates may call (e.g. ["conv2d"]), so a
@@ -158,7 +159,7 @@ def _lift_from(fn: ast.FunctionDef) -> list[ast.stmt]:
 
 def _problem_tree(source: str, filename: str) -> ast.Module:
     """The problem's source parsed, inline shapes lifted into module-level sizes."""
-    return _lift_inline_sizes(ast.parse(source, filename=filename))
+    return _lift_inline_sizes(parse(source, filename))
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
@@ -466,7 +467,7 @@ def parse_problem(path: str | Path) -> Problem:
     except (OSError, UnicodeDecodeError) as exc:
         raise ProblemError(f"cannot read problem file {p}: {exc}") from exc
     try:
-        tree = ast.parse(source, filename=str(p))
+        tree = parse(source, str(p))
     except SyntaxError as exc:
         raise ProblemError(
             f"{p}:{exc.lineno}: the problem does not parse: {exc.msg}"

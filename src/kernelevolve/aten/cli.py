@@ -15,7 +15,8 @@ from rich.table import Table
 
 app = typer.Typer(name="aten", no_args_is_help=True,
                   help="An ATen operator suite from PyTorch's OpInfo database.")
-console = Console()
+# Consoles are made when a command runs, not at import: a Console reads the terminal's width
+# (COLUMNS) when it is made.
 
 
 @app.command()
@@ -37,6 +38,7 @@ def generate(
     from kernelevolve.aten.generate import generate_suite
 
     names = [n.strip() for value in ops or [] for n in value.split(",") if n.strip()] or None
+    console = Console()
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=console, transient=True) as progress:
@@ -76,4 +78,4 @@ def list_ops(
                       title_justify="left")
         for cls in CLASSES:
             table.add_row(cls, " ".join(s.key for s in CURATED if s.op_class == cls))
-    console.print(table)
+    Console().print(table)

@@ -17,6 +17,8 @@ import ast
 import difflib
 import re
 
+from kernelevolve.pyparse import parse
+
 __all__ = ["same_kernel", "summary", "unified_diff"]
 
 
@@ -146,7 +148,7 @@ class _Renamer(ast.NodeTransformer):
 
 def _canonical(source: str) -> str | None:
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return None
     _drop_docstrings(tree)
@@ -177,7 +179,7 @@ def summary(source: str, limit: int = 600) -> str:
     """How the kernel is built, in a few lines: each ``@triton.jit`` kernel's signature and
     loops, then the launch's grid, block-size constants, warps and stages."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return "(does not parse)"
     lines: list[str] = []

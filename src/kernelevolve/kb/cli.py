@@ -27,7 +27,8 @@ app = typer.Typer(
     help="The knowledge base: documents for the agents and skills distilled from runs.",
     no_args_is_help=True,
 )
-console = Console()
+# Consoles are made when a command runs, not at import: a Console reads the terminal's width
+# (COLUMNS) when it is made.
 
 PathOption = Annotated[
     Path | None, typer.Option("--path", help="knowledge-base directory (default: kb.path setting)")
@@ -47,7 +48,7 @@ def _open(ctx: typer.Context, path: Path | None) -> KnowledgeBase:
         TextColumn("indexing the bundled corpus (first use)"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=console,
+        console=Console(),
         transient=True,
     ) as progress:
         task = None
@@ -88,7 +89,7 @@ def add(
         parse_target(target)
     kb = _open(ctx, path)
     info = kb.add_document(file, tier=tier, target=target, topics=topic or None, title=title)
-    console.print(
+    Console().print(
         f"added [bold]{info.doc_id}[/bold] ({info.tier}, target {info.target}, "
         f"{info.n_chunks} chunks) to {kb.path}"
     )
@@ -112,6 +113,7 @@ def search(
     if target is not None:
         parse_target(target)
     hits = _open(ctx, path).search(query, tier=tier, target=target, k=k)
+    console = Console()
     if not hits:
         console.print("no results")
         return
@@ -150,6 +152,7 @@ def list_documents(
     )
     for i in infos:
         table.add_row(i.doc_id, i.tier, i.target, i.origin, str(i.n_chunks), i.title)
+    console = Console()
     console.print(table)
     console.print(f"{len(infos)} documents")
 
@@ -162,4 +165,4 @@ def remove(
 ) -> None:
     """Remove a document you added, or a skill."""
     info = _open(ctx, path).remove(doc_id)
-    console.print(f"removed [bold]{info.doc_id}[/bold] ({info.n_chunks} chunks)")
+    Console().print(f"removed [bold]{info.doc_id}[/bold] ({info.n_chunks} chunks)")

@@ -26,8 +26,8 @@ from kernelevolve.config import LLMConfig, load_settings
 
 app = typer.Typer(name="llm", no_args_is_help=True,
                   help="The local LLM: Qwen2.5-Coder on the CPU, no key and no GPU needed.")
-console = Console()
-err_console = Console(stderr=True)
+# Consoles are made when a command runs, not at import: a Console reads the terminal's width
+# (COLUMNS) when it is made.
 
 ModelOption = Annotated[str | None, typer.Option(
     "--model", help="0.5b or 1.5b (default: llm.local_model; auto: the largest installed, "
@@ -66,11 +66,13 @@ def install_local(model: ModelOption = None,
     spec = MODELS[_key(cfg, model, "1.5b")]
     where = cfg.resolved_local_dir()
     ensure_server_package()
+    console = Console()
     if is_installed(spec, where) and not force:
         console.print(f"{spec.name} is installed: {where / (spec.name + '.gguf')}")
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), TimeRemainingColumn(), console=err_console) as bar:
+                  TransferSpeedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True)) as bar:
         tasks: dict[str, TaskID] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -100,6 +102,7 @@ def serve(model: ModelOption = None,
                        f"install-local --model {spec.key}")
     server = LocalServer(model_file(spec, where), threads=threads or cfg.local_threads,
                          alias=spec.name)
+    console, err_console = Console(), Console(stderr=True)
     err_console.print(f"[dim]loading {spec.name} ({server.threads} threads)...[/dim]")
     with server:
         console.print(server.base_url, highlight=False)
@@ -124,6 +127,7 @@ def status(verify: Annotated[bool, typer.Option(help="recompute each file's sha2
 
     cfg = _cfg(config)
     where = cfg.resolved_local_dir()
+    console = Console()
     table = Table("model", "installed", "file", "size", "packages")
     for spec in MODELS.values():
         path = model_file(spec, where)

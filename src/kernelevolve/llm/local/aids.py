@@ -11,6 +11,7 @@ from pathlib import Path
 from kernelevolve import prompts
 from kernelevolve.config import StoreConfig
 from kernelevolve.errors import KernelEvolveError
+from kernelevolve.pyparse import parse
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[4] / "examples"  # a source checkout's examples
 
@@ -37,7 +38,7 @@ class WorkedExample:
 
 
 def _class_source(source: str, name: str) -> str:
-    tree = ast.parse(source)
+    tree = parse(source)
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
             return ast.get_source_segment(source, node) or source
@@ -142,7 +143,7 @@ def contract_text(reference_source: str) -> str:
     """The problem's exact candidate contract (signatures, attributes, ops to write in Triton),
     rendered by ``local_contract.j2``; empty when the reference has no parsable Model."""
     try:
-        tree = ast.parse(reference_source)
+        tree = parse(reference_source)
     except SyntaxError:
         return ""
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"),

@@ -9,6 +9,7 @@ import builtins
 from collections.abc import Mapping
 
 from kernelevolve.problem import Problem
+from kernelevolve.pyparse import parse
 from kernelevolve.tools.harness.static import ALLOWED_MODULES
 
 from .plan import Unsupported
@@ -65,7 +66,7 @@ def model_class_parts(problem: Problem) -> tuple[list[str], list[str]]:
     anything else the constructor reads from module level (a size constant) is refused, since
     the harness changes sizes through the constructor arguments only.
     """
-    tree = ast.parse(problem.source)
+    tree = parse(problem.source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"),
                  None)
     if model is None:

@@ -32,6 +32,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from kernelevolve.errors import ProblemError
 from kernelevolve.problem import MIN_SCALABLE_SIZE, Problem, call_factory, perturbed_sizes
+from kernelevolve.pyparse import parse
 
 from .plan import Unsupported
 
@@ -109,7 +110,7 @@ def forward_arg_names(problem: Problem, n_inputs: int) -> list[str]:
     """The argument names of ``Model.forward`` when they are plain positional names, else
     ``in0, in1, ...``."""
     generic = [f"in{i}" for i in range(n_inputs)]
-    tree = ast.parse(problem.source)
+    tree = parse(problem.source)
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "Model":
             for item in node.body:

@@ -29,7 +29,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
@@ -49,9 +48,6 @@ from kernelevolve.tools.harness.compare import tolerance
 from kernelevolve.tools.harness.result import EvalResult, EvalStatus
 from kernelevolve.tools.harness.static import check_source
 
-# CPython 3.11's ast.parse is not safe from two threads at once ("AST constructor recursion
-# depth mismatch"); the static stage runs in the caller's thread, so evaluate_many serialises it.
-_PARSE_LOCK = threading.Lock()
 _SRC_DIR = str(Path(kernelevolve.__file__).resolve().parent.parent)
 STDERR_TAIL_CHARS = 4000
 READY_TIMEOUT_S = 180.0
@@ -279,8 +275,7 @@ class EvalPool(ABC):
         source, label = _candidate_source(candidate)
         allowed = sorted({*self.config.allowed_ops, *prob.allowed_ops})
         t0 = time.perf_counter()
-        with _PARSE_LOCK:
-            findings = check_source(source, allowed)
+        findings = check_source(source, allowed)
         static_s = round(time.perf_counter() - t0, 4)
         base = {"target": self.target.name, "problem": str(prob.path), "candidate": label}
         if findings:

@@ -26,8 +26,9 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-import threading
 from dataclasses import dataclass
+
+from kernelevolve.pyparse import parse
 
 # Modules a candidate may import: the kernel languages and harmless helpers.
 ALLOWED_MODULES = {
@@ -297,7 +298,7 @@ class _Visitor(ast.NodeVisitor):
             if not (isinstance(const, ast.Constant) and isinstance(const.value, str)):
                 continue
             try:
-                code = ast.parse(const.value.strip(), mode="eval")
+                code = parse(const.value.strip(), mode="eval")
             except SyntaxError:
                 continue  # not an expression: nothing can evaluate it
             ast.increment_lineno(code, const.lineno - 1)
@@ -601,17 +602,10 @@ class _Kernels:
                                        f"({', '.join(sorted(JIT_BUILTINS))})")
 
 
-# CPython 3.11's parser can fail with "SystemError: AST constructor recursion depth mismatch"
-# when threads parse at once (a pool's evaluations are checked from several threads): one at a
-# time, a few milliseconds each.
-_PARSING = threading.Lock()
-
-
 def check_source(source: str, allowed_ops: list[str] | tuple[str, ...] = ()) -> list[StaticFinding]:
     """Every static reason to refuse ``source``; an empty list means it may run."""
     try:
-        with _PARSING:
-            tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as exc:
         return [StaticFinding("contract", exc.lineno or 0, f"syntax error: {exc.msg}")]
     class_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
