@@ -46,6 +46,13 @@ POOL_EXTRA = [  # window-span loads or not, loads per program, warps
     {"WINDOW": 0}, {"WINDOW": 1}, {"BLOCK": 512}, {"BLOCK": 2048}, {"BLOCK": 4096},
     {"num_warps": 8}, {"BLOCK": 2048, "num_warps": 8}, {"num_warps": 2},
 ]
+CONV_EXTRA = [  # the implicit GEMM over a channels-last input (or not), its tiles and warps
+    {"CHANNELS_LAST": 0}, {"CHANNELS_LAST": 1},
+    {"CHANNELS_LAST": 1, "BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4},
+    {"CHANNELS_LAST": 1, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8},
+    {"CHANNELS_LAST": 1, "BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4},
+    {"CHANNELS_LAST": 1, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4},
+]
 COPY_TBPS = 4.15  # the H200's measured copy bandwidth (benchmarks/results/kernelbench_l1_h200)
 
 
@@ -63,7 +70,7 @@ def _import(source: str, tag: str) -> Any:
 def _variants(plan: Any, n: int, rng: random.Random) -> list[dict[str, int]]:
     base = plan.default_params()
     out = [base]
-    if "TF32X3" in plan.space:  # fp32 matmuls and convolutions: ieee beside tf32x3
+    if "TF32X3" in plan.space and "CHANNELS_LAST" not in plan.space:  # ieee beside tf32x3
         out.append({**base, "TF32X3": 0})
     if plan.operator_class == "matmul" and "TF32X3" in plan.space:
         for extra in MATMUL_EXTRA:
@@ -75,6 +82,8 @@ def _variants(plan: Any, n: int, rng: random.Random) -> list[dict[str, int]]:
         extra = GEMV_EXTRA  # the matrix-vector template
     elif plan.operator_class == "pooling":
         extra = POOL_EXTRA
+    elif "CHANNELS_LAST" in plan.space:
+        extra = CONV_EXTRA
     for point in extra:
         cand = {**base, **point}
         if cand not in out and all(cand[k] in plan.space[k] for k in cand) and (

@@ -1,5 +1,5 @@
 """Run the offline synthesizer's default candidate of each problem file given in Triton's
-interpreter, in this fresh process (the interpreter must be on before triton is imported),
+interpreter (``path@KEY=V,KEY=V``: the default with those parameters changed), in this fresh process (the interpreter must be on before triton is imported),
 against the reference at the problem's sizes shrunk to 4096 input elements and at the harness'
 other sizes. Prints one JSON object: problem path -> null (matches) or the failure."""
 
@@ -21,11 +21,18 @@ from kernelevolve.llm.offline import analyze  # noqa: E402
 from kernelevolve.problem import call_factory, load_problem  # noqa: E402
 
 
-def check(path: str, workdir: Path) -> str | None:
+def check(arg: str, workdir: Path) -> str | None:
+    path, _, changed = arg.partition("@")
     problem = load_problem(path)
     plan = analyze(problem)
+    params = plan.default_params()
+    for item in filter(None, changed.split(",")):
+        key, value = item.split("=")
+        if key not in params:
+            return f"{key} is not a parameter of the plan ({sorted(params)})"
+        params[key] = int(value)
     source = workdir / f"cand_{problem.name}.py"
-    source.write_text(plan.render(plan.default_params()))
+    source.write_text(plan.render(params))
     spec = importlib.util.spec_from_file_location(f"cand_{problem.name}", source)
     assert spec is not None and spec.loader is not None
     candidate = importlib.util.module_from_spec(spec)

@@ -52,15 +52,16 @@ def _problem(tmp_path: Path, name: str, body: str):
     return load_problem(path)
 
 
-def _interpreted(paths: list[Path]) -> None:
-    """Each problem's default candidate against its reference in Triton's interpreter, in one
-    fresh process (interpret_candidates.py; the interpreter must be on before triton loads)."""
+def _interpreted(paths: list[Path] | list[str]) -> None:
+    """Each problem's default candidate (``path@KEY=V,...``: with those parameters changed)
+    against its reference in Triton's interpreter, in one fresh process
+    (interpret_candidates.py; the interpreter must be on before triton loads)."""
     script = Path(__file__).with_name("interpret_candidates.py")
     done = subprocess.run([sys.executable, str(script), *map(str, paths)], capture_output=True,
                           text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.strip().splitlines()[-1])
-    failed = {Path(k).stem: v for k, v in results.items() if v is not None}
+    failed = {Path(k).name: v for k, v in results.items() if v is not None}
     assert not failed, failed
     assert len(results) == len(paths)
 

@@ -10,9 +10,18 @@ the positions the stride skips.
 - Implicit GEMM (the general case): [output positions M = N*OD*OH*OW] x [input channels of a
   group * kernel volume = K] x [output channels of a group]. A program owns a BLOCK_M x BLOCK_N
   output tile and walks K in BLOCK_K slices, gathering the input tile from the implicit im2col
-  matrix with masks for the padding and accumulating with ``tl.dot`` in fp32. A per-k table
-  (input offset, window offsets, weight offset) is written by a small kernel first, so the loop
-  does no index decoding.
+  matrix with masks for the padding and accumulating with ``tl.dot`` in fp32. Its BLOCK_M
+  positions are whole runs of BLOCK_W columns of output rows (BLOCK_W a power of two, at most
+  the row's length rounded up), so the compiler sees them contiguous in the output and stores
+  the tile coalesced. Two ways to walk K (``CHANNELS_LAST``):
+  - channels-last (the default from 16 input channels per group): x is copied channels-last
+    once per call (a view where it already is), k walks the taps and within a tap a slice of
+    channels, which lie next to each other: the x tile's loads are contiguous along K, as
+    TF32 products read it, and no table is read.
+  - the window table (x as it is): k = (input channel, taps); a per-k table (input offset,
+    window offsets, weight offset) is written by a small kernel first, so the loop does no
+    index decoding. A tile's loads gather. With 3 input channels (an image's first layer) it
+    packs K densely, where a channels-last slice would be 13 zeros of 16.
 - Pointwise (1x1, stride 1, no padding): a plain GEMM per image and group,
   out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P] over the P = OD*OH*OW positions, which
   are contiguous in x and out: the x tile is loaded along them (coalesced), where the implicit
@@ -61,10 +70,14 @@ contiguity the compiler proves of its pointers; where it proves none, the last d
   too. Unlike the matmul template's copy this one is made on every device: it selects other
   addressing in the kernel, which the interpreter must verify too.
 
-The input stays [N, C, D, H, W]: a K-contiguous input tile would need x channels-last (a pass
-over the activation per call, as large as the convolution's own reads where channels are few) and
-the channel innermost in the k order (the table, the weight copy and the padding masks change with
-it), for a gain only a GPU can weigh against the copy. Neither layout change has been measured.
+Measured on an H200 at KernelBench's sizes (``benchmarks/results/offline_variants_h200/``,
+``conv_channels_last.md`` and ``conv_row_tiles.md``): flat position tiles stored each output
+channel's values apart, and the table's gather loads were slow: 0.2-0.5x of cuDNN on most level-1
+convolutions. Channels-last with BLOCK_K = 32 (64 ran 1.7-2.4x slower) took 55, 57, 61, 64 and 67
+past eager; row tiles and the 64 x 128 x 32 tile then took 54 (3 channels, the table) from 17.7
+to 7.8 ms. The 3-channel convolutions (50, 54, 59, 60, 66) stay at 0.3-0.6x of cuDNN through the
+judge; not profiled yet (their K of 81-363 is short, and every x element is gathered once per
+tap).
 """
 
 from __future__ import annotations
@@ -86,7 +99,10 @@ from .trace import Traced
 # The GEMMs' tiles (implicit and pointwise): positions x output channels x reduction
 SPACE = {"BLOCK_M": (32, 64, 128), "BLOCK_N": (16, 32, 64, 128), "BLOCK_K": (16, 32, 64),
          "num_warps": (2, 4, 8)}
-DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4}
+# On an H200 (benchmarks/results/offline_variants_h200/conv_channels_last.md) 64 x 128 x 32
+# with 4 warps was the best or within 10% of it on 7 of 8 KernelBench convolutions with 16 or
+# more input channels; BLOCK_K = 64 ran them 1.7-2.4x slower.
+DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4}
 # A 1x1 convolution's GEMM: a position tile meets up to 128 output channels, so x is read once
 # where there are no more (KernelBench's pointwise 87 has 128). On an H200 at 87 (tf32x3):
 # 64 positions x 128 channels with 4 warps 7.7 ms, 128 x 128 with 8 warps 10.9 ms.
@@ -96,6 +112,13 @@ DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 5
                 "num_warps": (2, 4, 8)}
 # fp32 products of the GEMMs: 1 tf32x3 tensor-core products, 0 ieee FMA
 TF32X3_SPACE = {"TF32X3": (1, 0)}
+# The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
+# 0 x as it is through the window table (k = channel, then tap)
+CHANNELS_LAST_SPACE = {"CHANNELS_LAST": (1, 0)}
+# Channels-last by default where every implicit GEMM has at least this many input channels per
+# group: a k slice is one tap's channels, at least 16 wide for tl.dot, so fewer waste the
+# products on zeros (KernelBench's 3-channel convolutions) where the table packs the taps.
+CHANNELS_LAST_MIN_C = 16
 
 _HOW = {"depthwise": "direct", "pointwise": "a GEMM over channels", "gemm": "an implicit GEMM"}
 
@@ -122,6 +145,7 @@ class _Conv:
     # at the traced sizes: "depthwise" (one input channel per group), "pointwise" (1x1, stride
     # 1, no padding) or "gemm" (the implicit GEMM)
     kind: str
+    c_in_g: int  # input channels per group at the traced sizes
 
 
 @dataclass
@@ -131,6 +155,7 @@ class ConvTemplate:
     convs: list[_Conv]
     description: str
     tf32x3: bool  # the plan tunes TF32X3 (fp32, and some convolution has a GEMM)
+    implicit: bool  # the plan tunes CHANNELS_LAST (some convolution is an implicit GEMM)
 
     def feasible(self, params: Mapping[str, int]) -> str | None:
         threads = 32 * params["num_warps"]
@@ -152,7 +177,8 @@ class ConvTemplate:
         prev = ""
         for k, conv in enumerate(self.convs):
             src = conv.source or prev
-            args = conv.call_args + (["tf32x3=TF32X3"] if self.tf32x3 else [])
+            args = (conv.call_args + (["tf32x3=TF32X3"] if self.tf32x3 else [])
+                    + (["channels_last=CHANNELS_LAST"] if self.implicit else []))
             call = f"conv_nd({src}, {', '.join(args)})"
             if k == len(self.convs) - 1:
                 body.append(f"return {call}")
@@ -167,6 +193,8 @@ class ConvTemplate:
         consts["NUM_WARPS"] = params["num_warps"]
         if self.tf32x3:
             consts["TF32X3"] = params["TF32X3"]
+        if self.implicit:
+            consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
         return module_source(self.problem, self.description, consts, [KERNELS], [LAUNCHER],
                              self.traced.forward_args, body)
 
@@ -202,11 +230,11 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
         args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
                 str(int(groups)), str(bool(transposed)), str(list(out_padding))]
     if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
-        return _Conv("", args, name, kind), x
+        return _Conv("", args, name, kind, c_in_g), x
     x_expr = fxgraph.input_expr(traced, x)
     if x_expr is None:
         raise Unsupported(f"a {name} of a computed tensor, which no template covers")
-    return _Conv(x_expr, args, name, kind), None
+    return _Conv(x_expr, args, name, kind, c_in_g), None
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
@@ -242,9 +270,14 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if tf32x3:
         space.update(TF32X3_SPACE)
         defaults["TF32X3"] = 1
+    implicit = "gemm" in kinds
+    if implicit:
+        space.update(CHANNELS_LAST_SPACE)
+        narrow = min(c.c_in_g for c in chain if c.kind == "gemm")
+        defaults["CHANNELS_LAST"] = int(narrow >= CHANNELS_LAST_MIN_C)
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)
         defaults.setdefault("num_warps", 2)
         defaults.update(_direct_tile(defaults["num_warps"]))
     return KernelPlan("convolution", desc, space, defaults,
-                      ConvTemplate(problem, traced, chain, desc, tf32x3))
+                      ConvTemplate(problem, traced, chain, desc, tf32x3, implicit))

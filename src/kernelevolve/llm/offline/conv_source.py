@@ -35,9 +35,9 @@ def conv_window(
     return ok'''
 
 _HEAD = '''
-    # Sizes: M = N * OD * OH * OW output positions; channels per group; spatial extents;
-    # K = input channels per group * window taps
-    M, K, C_IN_G, C_OUT_G, C_OUT, ID, IH, IW, OD, OH, OW,
+    # Sizes: output rows N * OD * OH; K = input channels per group * window taps; channels
+    # per group; spatial extents
+    ROWS, K, C_IN_G, C_OUT_G, C_OUT, ID, IH, IW, OD, OH, OW,
     # Strides of x [N, C, D, H, W], of w along its output (standard) / input channels, of
     # the output [N, C, OD, OH, OW] (a transposed convolution's phase is a strided view) and of
     # the bias (a forward input may be a strided view)
@@ -47,15 +47,25 @@ _HEAD = '''
     # Meta-parameters: spatial dims; bias; transposed (weights [C_in, C_out / groups, ...])
     ND: tl.constexpr, HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,'''
 
-_DECODE = '''
-    # Output position -> (n, od, oh, ow), and the input position its window starts from:
-    # output position * stride - padding
-    ow = offs_m % OW
-    t = offs_m // OW
-    oh = t % OH
-    t = t // OH
+_ROW = '''
+    # A program's BLOCK_M output positions: BLOCK_M // BLOCK_W output rows (n, od, oh) x
+    # BLOCK_W columns ow (a power of two, at most the row's length rounded up), so the
+    # compiler sees runs of BLOCK_W positions contiguous in the output and stores the tile
+    # coalesced. (Positions decoded from one flat index may span rows anywhere; proving no
+    # contiguity along them, it stored each output channel's values apart: 0.1x of eager at
+    # KernelBench 54's 1 GB output.)
+    tiles_w = tl.cdiv(OW, BLOCK_W)
+    offs_m = tl.arange(0, BLOCK_M)
+    row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
+    ow = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
+    mask_m = (ow < OW) & (row < ROWS)
+    oh = row % OH
+    t = row // OH
     od = t % OD
-    n = t // OD
+    n = t // OD'''
+
+_DECODE = _ROW + '''
+    # the input position each window starts from: output position * stride - padding
     d0 = od * st_d - pad_d
     h0 = oh * st_h - pad_h
     w0 = ow * st_w - pad_w
@@ -105,7 +115,7 @@ def conv_table_kernel(
 def conv_gemm_kernel(
     # Pointers
     x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr,
     # tf32x3 (else ieee) products; w is a dense [C_out, K] copy, K contiguous
     TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr,
 ):
@@ -115,9 +125,7 @@ def conv_gemm_kernel(
     pid_n = tl.program_id(1)
     n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
     g = pid_n // n_blocks_n
-    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_m = offs_m < M
     mask_n = offs_n < C_OUT_G{_DECODE}
     x_row += (g * C_IN_G).to(tl.int64) * s_xc
     if W_KMAJOR:
@@ -148,6 +156,72 @@ def conv_gemm_kernel(
     co = g * C_OUT_G + offs_n
     if HAS_BIAS:
         acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_m[:, None] & mask_n[None, :])
+
+
+
+@triton.jit
+def conv_gemm_cl_kernel(
+    # Pointers: x channels-last [N, D, H, W, C] (the channel stride 1), w a dense [C_out, K]
+    # copy in k = (tap, input channel) order
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    # Sizes: output rows N * OD * OH; K = taps * C_IN_G; channels per group; spatial extents;
+    # taps per dim (h, w); the k steps (taps * channel slices)
+    ROWS, K, C_IN_G, C_OUT_G, ID, IH, IW, OD, OH, OW, NT_H, NT_W, K_STEPS,
+    # Strides of x (batch, d, h, w), of the output [N, C, OD, OH, OW] (a transposed
+    # convolution's phase is a strided view) and of the bias
+    s_xn, s_xd, s_xh, s_xw, s_on, s_oc, s_od, s_oh, s_ow, s_b,
+    # Per dim: input position of tap t of output o is o * st + off + t * dil
+    st_d, st_h, st_w, off_d, off_h, off_w, dil_d, dil_h, dil_w,
+    # Meta-parameters: spatial dims; bias; tiles; fp32 products
+    ND: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, TF32X3: tl.constexpr,
+):
+    # Implicit GEMM over a channels-last input: k walks the taps, and within a tap a slice of
+    # BLOCK_K input channels, which lie next to each other in x. So the x tile's loads are
+    # contiguous along K, the order tensor-core products read it in, and no table is read.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    g = pid_n // n_blocks_n
+    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_n = offs_n < C_OUT_G{_ROW}
+    d0 = od * st_d + off_d
+    h0 = oh * st_h + off_h
+    w0 = ow * st_w + off_w
+    x_n = n * s_xn + g * C_IN_G
+    w_rows = (g * C_OUT_G + offs_n).to(tl.int64) * K
+    slices = tl.cdiv(C_IN_G, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(0, K_STEPS):
+        tap = step // slices
+        offs_c = (step % slices) * BLOCK_K + tl.arange(0, BLOCK_K)
+        mask_c = offs_c < C_IN_G
+        i_w = w0 + (tap % NT_W) * dil_w
+        ok = mask_m & (i_w >= 0) & (i_w < IW)
+        x_row = x_n + i_w * s_xw
+        if ND >= 2:
+            i_h = h0 + ((tap // NT_W) % NT_H) * dil_h
+            ok = ok & (i_h >= 0) & (i_h < IH)
+            x_row += i_h * s_xh
+        if ND == 3:
+            i_d = d0 + (tap // (NT_W * NT_H)) * dil_d
+            ok = ok & (i_d >= 0) & (i_d < ID)
+            x_row += i_d * s_xd
+        x_tile = tl.load(x_ptr + (x_row[:, None] + offs_c[None, :]),
+                         mask=ok[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
+        w_tile = tl.load(w_ptr + (w_rows[None, :] + (tap * C_IN_G + offs_c)[:, None]),
+                         mask=mask_c[:, None] & mask_n[None, :], other=0.0).to(tl.float32)
+        if TF32X3:
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
+        else:
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
+    co = g * C_OUT_G + offs_n
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow
     out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_n[None, :])
@@ -290,15 +364,32 @@ def _phase_taps(phase, size, stride, pad, dil):
     return (taps[0] if taps else 0, step, len(taps)), (phase + pad, -dil, stride)
 
 
-def _k_major(w5, taps, groups, transposed, c_out, k_total):
-    """The weight taps one GEMM launch reads, as a dense [C_out, K] matrix in the window table's
-    k order (input channel, then the taps per dim): K contiguous. A view where the weight is
-    already so laid out (a contiguous standard convolution's)."""
+def _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=False):
+    """The weight taps one GEMM launch reads, as a dense [C_out, K] matrix in its kernel's k
+    order: input channel, then the taps per dim (the window table's), or the taps, then the
+    input channel (``channels_last``). K contiguous; a view where the weight is already so laid
+    out (a contiguous standard convolution's, in the table's order)."""
     w = w5[(slice(None), slice(None), *(slice(f, f + s * n, s) for f, s, n in taps))]
     if transposed:
         # [C_in, C_out / groups, ...] -> [groups, C_out / groups, C_in / groups, ...]
         w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:]).transpose(1, 2)
+    if channels_last:
+        w = w.movedim(-4, -1)  # [..., C_in / groups, kd, kh, kw] -> [..., kd, kh, kw, C_in / g]
     return w.reshape(c_out, k_total).contiguous()
+
+
+def _channels_last(x5):
+    """x [N, C, D, H, W] with the channel fastest in memory (a view where it already is)."""
+    return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+
+
+def _tap_lines(taps, offsets, pad):
+    """Per dim, the input offset of tap 0 (less the padding) and the step between taps: input
+    tap t of output o is o * stride + off + t * dil (``taps``: first, step, count; ``offsets``:
+    base, mul, div of the exact division that places a window position)."""
+    off = [(o[0] + t[0] * o[1]) // o[2] - p for t, o, p in zip(taps, offsets, pad)]
+    dil = [t[1] * o[1] // o[2] if t[2] > 1 else 0 for t, o in zip(taps, offsets)]
+    return off, dil
 
 
 def _flat_stride(t):
@@ -338,8 +429,7 @@ def _direct_launch(x5, w5, bias, out, c_out_g, transposed, taps, offsets, st, pa
     block_h = min(triton.next_power_of_2(rows), max(BLOCK_H, short))
     block_w = min(triton.next_power_of_2(ow), max(block_w, BLOCK_H * BLOCK_W // block_h))
     tiles_w = triton.cdiv(ow, block_w)
-    off = [(o[0] + t[0] * o[1]) // o[2] - p for t, o, p in zip(taps, offsets, pad)]
-    dil = [t[1] * o[1] // o[2] if t[2] > 1 else 0 for t, o in zip(taps, offsets)]
+    off, dil = _tap_lines(taps, offsets, pad)
     # per group, w advances by its input (transposed) or output channels
     s_wo = w5.stride(1) if transposed else w5.stride(0)
     s_wg = w5.stride(0) if transposed else c_out_g * s_wo
@@ -372,11 +462,13 @@ def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
 
 
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3):
+                 pad, s_wi, nd, tf32x3, x_cl=None):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
-    GEMM for a 1x1 one, else the window table and the implicit GEMM. ``tf32x3``: the GEMMs'
-    products as three TF32 ones (the implicit GEMM reading a K-major copy of the weight)."""
+    GEMM for a 1x1 one, else an implicit GEMM: over ``x_cl()`` (x channels-last, made once per
+    convolution) where given, else over x as it is through the window table. ``tf32x3``: the
+    GEMMs' products as three TF32 ones (the implicit GEMM reading a K-major copy of the
+    weight)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -391,6 +483,29 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
         return
     k_total = c_in_g * n_taps
+    has_bias = bias is not None
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+    # a program's positions: rows x BLOCK_W columns of the output
+    rows, ow = m // out.shape[4], out.shape[4]
+    block_w = min(BLOCK_M, triton.next_power_of_2(ow))
+    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(ow, block_w),
+            groups * triton.cdiv(c_out_g, block_n))
+    if grid[0] >= 2 ** 31:
+        raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
+    if x_cl is not None:
+        xc = x_cl()
+        off, dil = _tap_lines(taps, offsets, pad)
+        # a slice of channels no wider than a group's
+        block_k = min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
+        k_steps = n_taps * triton.cdiv(c_in_g, block_k)
+        conv_gemm_cl_kernel[grid](
+            xc, _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=True),
+            bias if has_bias else w5, out, rows, k_total, c_in_g, c_out_g, *xc.shape[2:],
+            *out.shape[2:], taps[1][2], taps[2][2], k_steps, xc.stride(0), *xc.stride()[2:],
+            *out.stride(), bias.stride(0) if has_bias else 0, *st, *off, *dil, ND=nd,
+            HAS_BIAS=has_bias, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
+            BLOCK_W=block_w, TF32X3=bool(tf32x3), num_warps=NUM_WARPS)
+        return
     table = torch.empty((5, max(1, k_total)), dtype=torch.int64, device=x5.device)
     if k_total:
         conv_table_kernel[(triton.cdiv(k_total, 256),)](
@@ -398,32 +513,32 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
             *w5.stride()[2:], *(t[0] for t in taps), *(t[1] for t in taps),
             *(o[0] for o in offsets), *(o[1] for o in offsets), *(o[2] for o in offsets),
             BLOCK=256)
-    has_bias = bias is not None
     # per group, w advances by its input (transposed) or output channels
     s_wo = w5.stride(1) if transposed else w5.stride(0)
     s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
     args = (x5, w5, bias if has_bias else w5, table, out,
-            m, k_total, c_in_g, c_out_g, c_out, *x5.shape[2:], *out.shape[2:],
+            rows, k_total, c_in_g, c_out_g, c_out, *x5.shape[2:], *out.shape[2:],
             *x5.stride(), s_wg, s_wo, *out.stride(),
             bias.stride(0) if has_bias else 0, *st, *pad)
     meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed))
     # no wider than the channels and taps (a transposed phase may hold few taps)
-    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     block_k = min(BLOCK_K, max(16, triton.next_power_of_2(k_total)))
-    grid = (triton.cdiv(m, BLOCK_M), groups * triton.cdiv(c_out_g, block_n))
     # TF32 tensor-core products read the weight tile K-major: on every device, so the
     # interpreter verifies the addressing the GPU runs
     w_kmajor = bool(tf32x3) and k_total > 0
     if w_kmajor:
         args = (x5, _k_major(w5, taps, groups, transposed, c_out, k_total)) + args[2:]
     conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
-                           TF32X3=bool(tf32x3), W_KMAJOR=w_kmajor, num_warps=NUM_WARPS)
+                           BLOCK_W=block_w, TF32X3=bool(tf32x3), W_KMAJOR=w_kmajor,
+                           num_warps=NUM_WARPS)
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
-            tf32x3=False):
+            tf32x3=False, channels_last=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
-    fp32 GEMM products as three TF32 tensor-core ones (else ieee FMA)."""
+    fp32 GEMM products as three TF32 tensor-core ones (else ieee FMA); ``channels_last``: the
+    implicit GEMM reads a channels-last copy of x (else x as it is, through the window
+    table)."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -459,10 +574,18 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     out = torch.empty((n_batch, c_out, *sizes_out), dtype=x.dtype, device=x.device)
     if out.numel() == 0:
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
+    made = []
+
+    def x_cl():
+        if not made:
+            made.append(_channels_last(x5))
+        return made[0]
+
+    cl = x_cl if channels_last else None
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3)
+                     tf32x3, cl)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
@@ -476,5 +599,5 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
                 view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
                 _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
                              [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
-                             [0, 0, 0], s_wi, nd, tf32x3)
+                             [0, 0, 0], s_wi, nd, tf32x3, cl)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
