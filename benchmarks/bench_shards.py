@@ -137,7 +137,10 @@ def merge(args: argparse.Namespace) -> None:
         f"{m.get('device', '?')}, torch {m.get('torch', '?')}, Triton {m.get('triton', '?')}, "
         f"CUDA {m.get('cuda', '?')}, Python {m.get('python', '?')}, {m.get('date', '?')}: "
         f"`{m.get('command', '?')}`" for m in metas), "",
-        "wall time is the sum over shards; shards ran concurrently on the one GPU.", ""]
+        "wall time is the sum over shards; shards ran concurrently on the one GPU. Until "
+        "2026-12-02 08:10 UTC the judge serialised only the timings (worker.gpu_lock), so a "
+        "timing could overlap another shard's correctness checks: rows run so can be slower "
+        "than the kernel is (benchmarks/results/README.md).", ""]
     if kept_earlier:
         head += [f"Run again but keeping their earlier outcome ({args.why or 'see --why'}): "
                  + ", ".join(kept_earlier) + ".", ""]
