@@ -114,13 +114,25 @@ def test_fp32_matmul_uses_split_precision_products_and_keeps_the_linear_module()
     assert "self.linear.weight.t()" in source
 
 
-def test_library_op_needs_permission(tmp_path):
+def test_a_convolution_is_kept_from_the_library_only_with_permission(tmp_path):
     text = (PROBLEMS / "12_conv2d_relu_scale_bias.py").read_text()
     path = tmp_path / "conv_not_allowed.py"
     path.write_text(text.replace('KERNELEVOLVE_ALLOWED_OPS = ["conv2d"]', ""))
-    with pytest.raises(Unsupported, match="--allow-op conv2d"):
-        analyze(load_problem(path))
-    assert analyze(load_problem(path).allowing(["conv2d"])).operator_class == "library_epilogue"
+    own = analyze(load_problem(path))
+    assert own.operator_class == "convolution"
+    assert "`--allow-op conv2d` keeps the library's" in own.description
+    # the implicit GEMM's parameters beside the epilogue's, one warp count for both
+    assert {"BLOCK_SIZE", "BLOCK_M", "BLOCK_N", "BLOCK_K", "TF32X3", "CHANNELS_LAST"} <= set(
+        own.space)
+    assert own.space["num_warps"] == (2, 4, 8)
+    assert own.default_params()["CHANNELS_LAST"] == 1  # 64 input channels
+    source = own.render(own.default_params())
+    assert "conv2d_out = conv_nd(x, self.conv.weight, None, self.conv.stride" in source
+    assert "torch.nn.functional.conv2d" not in source
+    assert check_source(source, []) == []
+    library = analyze(load_problem(path).allowing(["conv2d"]))
+    assert library.operator_class == "library_epilogue"
+    assert "torch.nn.functional.conv2d(" in library.render(library.default_params())
 
 
 def _write(tmp_path: Path, name: str, body: str) -> Path:

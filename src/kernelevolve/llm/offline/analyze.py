@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import torch
+
 from kernelevolve.problem import Problem
 
-from . import families
+from . import conv, families
 from .compound import lower
 from .elementwise import DEFAULTS as EW_DEFAULTS
 from .elementwise import SPACE as EW_SPACE
@@ -36,7 +38,22 @@ def _chain(lowered: Lowered) -> str:
 
 def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> KernelPlan:
     out = lowered.output
-    if lowered.libraries:
+    space, defaults = dict(EW_SPACE), dict(EW_DEFAULTS)
+    if lowered.own_convs:
+        lib = lowered.libraries[0]
+        assert lib.operand is not None
+        name = lib.operand.label
+        desc = (f"{name} (the convolution template's kernels; `--allow-op {name}` keeps the "
+                f"library's) then a fused {_chain(lowered)} epilogue over a {_shape(out)} "
+                f"{_dtype(out)} tensor")
+        cls = "convolution"
+        gemm, gemm_defaults = conv.gemm_space(min(lowered.own_convs),
+                                              lib.dtype == torch.float32)
+        space.update(gemm)
+        defaults.update(gemm_defaults)
+        # one warp count for both kernels: the implicit GEMM's tiles want 2-8
+        space["num_warps"] = tuple(w for w in space["num_warps"] if 2 <= w <= 8)
+    elif lowered.libraries:
         lib = lowered.libraries[0]
         assert lib.operand is not None
         name = lib.operand.label
@@ -47,7 +64,7 @@ def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> Ker
         desc = f"fused elementwise {_chain(lowered)} over a {_shape(out)} {_dtype(out)} tensor"
         cls = "elementwise"
     template = ElementwiseTemplate(problem, traced, lowered, desc)
-    return KernelPlan(cls, desc, dict(EW_SPACE), dict(EW_DEFAULTS), template)
+    return KernelPlan(cls, desc, space, defaults, template)
 
 
 def analyze(problem: Problem) -> KernelPlan:

@@ -238,37 +238,45 @@ class Lowerer(BaseLowerer):
         return self._gemm(node, node.args[1], node.args[2], bias, False)
 
     def op_convolution(self, node: torch.fx.Node) -> Node:
+        """A convolution whose result the elementwise template's epilogue reads: the library's
+        where the op is allowed (``--allow-op``), else the convolution template's own kernels
+        (``conv_nd``: the implicit GEMM, depthwise or pointwise one the launcher picks)."""
         x, w = self._v(node, 0), self._v(node, 1)
         b = self.value(node, 2)
         stride, padding, dilation, transposed, out_padding, groups = args_of(node)[3:9]
         nd = len(w.shape) - 2
         name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
-        if not ({name, "convolution"} & self.allowed):
-            raise Unsupported(f"fx trace found a {name}, which the offline templates write only "
-                              f"alone; to keep the library {name} and fuse what follows it, "
-                              f"allow it: `--allow-op {name}` (or KERNELEVOLVE_ALLOWED_OPS in "
-                              f"the problem file)")
+        library = bool({name, "convolution"} & self.allowed)
         for v in (x, w):
             if v.op != "load" or v.operand is None or v.operand.chunk is not None:
-                raise Unsupported(f"{name} of a computed tensor; the library epilogue template "
-                                  f"calls it on inputs and parameters only")
+                raise Unsupported(f"{name} of a computed tensor; the convolution epilogue "
+                                  f"template convolves inputs and parameters only")
         assert x.operand is not None and w.operand is not None
         ph = next((p for p in self.traced.placeholders.values() if p.expr == w.operand.expr),
                   None)
         module = self.traced.submodule_of(ph.name) if ph is not None and ph.kind == "param" \
             else None
         cls = getattr(torch.nn, f"ConvTranspose{nd}d" if transposed else f"Conv{nd}d")
-        if isinstance(module, cls) and ph is not None:
-            m = w.operand.expr.rsplit(".", 1)[0]
-            hyper = ([f"{m}.stride", f"{m}.padding", f"{m}.output_padding", f"{m}.groups",
-                      f"{m}.dilation"] if transposed else
-                     [f"{m}.stride", f"{m}.padding", f"{m}.dilation", f"{m}.groups"])
+        m = w.operand.expr.rsplit(".", 1)[0] if isinstance(module, cls) and ph else None
+        # its hyper-parameters: the module's attributes where it is one (other sizes keep them)
+        hp = ({k: f"{m}.{k}" for k in ("stride", "padding", "dilation", "groups",
+                                       "output_padding")} if m is not None else
+              {"stride": str(list(stride)), "padding": str(list(padding)),
+               "dilation": str(list(dilation)), "groups": str(groups),
+               "output_padding": str(list(out_padding))})
+        if library:
+            order = (["stride", "padding", "output_padding", "groups", "dilation"] if transposed
+                     else ["stride", "padding", "dilation", "groups"])
+            call = (f"torch.nn.functional.{name}({x.operand.expr}, {w.operand.expr}, None, "
+                    f"{', '.join(hp[k] for k in order)})")
         else:
-            hyper = ([str(list(stride)), str(list(padding)), str(list(out_padding)), str(groups),
-                      str(list(dilation))] if transposed else
-                     [str(list(stride)), str(list(padding)), str(list(dilation)), str(groups)])
-        call = (f"torch.nn.functional.{name}({x.operand.expr}, {w.operand.expr}, None, "
-                f"{', '.join(hyper)})")
+            fp32 = val_dtype(node) == torch.float32
+            c_in_g = w.shape[0] // int(groups) if transposed else w.shape[1]
+            self.own_convs.append(c_in_g)
+            call = (f"conv_nd({x.operand.expr}, {w.operand.expr}, None, {hp['stride']}, "
+                    f"{hp['padding']}, {hp['dilation']}, {hp['groups']}, {bool(transposed)}, "
+                    f"{hp['output_padding'] if transposed else 0}"
+                    + (", tf32x3=TF32X3" if fp32 else "") + ", channels_last=CHANNELS_LAST)")
         shape = val_shape(node)
         out = Node("load", shape=shape, dtype=val_dtype(node),
                    operand=Operand(call, name, shape, val_dtype(node)))
@@ -307,4 +315,4 @@ def lower(traced: Traced, allowed_ops: list[str]) -> Lowered:
     if out.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"the output is a {out.dtype} tensor; the templates write fp32/fp16/"
                           f"bf16 outputs")
-    return Lowered(out, lowerer.gemms, lowerer.libraries)
+    return Lowered(out, lowerer.gemms, lowerer.libraries, lowerer.own_convs)

@@ -131,6 +131,47 @@ def _direct_tile(num_warps: int) -> dict[str, int]:
     return {"BLOCK_H": max(1, num_warps // 2), "BLOCK_W": min(512, 128 * num_warps)}
 
 
+def feasible(params: Mapping[str, int]) -> str | None:
+    """Why the convolution kernels' tiles in ``params`` cannot run well, or None."""
+    threads = 32 * params["num_warps"]
+    if "BLOCK_H" in params and params["BLOCK_H"] * params["BLOCK_W"] // threads > 64:
+        return (f"a {params['BLOCK_H']}x{params['BLOCK_W']} depthwise tile is more than 64 "
+                f"outputs per thread")
+    if "BLOCK_M" not in params:
+        return None
+    tile = params["BLOCK_M"] * (params["BLOCK_N"] + params["BLOCK_K"])
+    if params["BLOCK_M"] * params["BLOCK_N"] // threads > 128:
+        return (f"a {params['BLOCK_M']}x{params['BLOCK_N']} accumulator is more than 128 "
+                f"registers per thread")
+    if tile * 4 * 2 > 160 * 1024:
+        return "the tiles exceed shared memory"
+    return None
+
+
+def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> dict[str, int]:
+    """The launch constants the convolution launcher reads, from ``params`` and the defaults:
+    every kernel's tile is set, since at other sizes a convolution may take another kernel."""
+    full = {**DEFAULTS, **_direct_tile(params["num_warps"]), **params}
+    consts = {key: full[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_H", "BLOCK_W")}
+    consts["NUM_WARPS"] = params["num_warps"]
+    if tf32x3:
+        consts["TF32X3"] = params["TF32X3"]
+    if implicit:
+        consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
+    return consts
+
+
+def gemm_space(c_in_g: int, fp32: bool) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+    """The implicit GEMM's tunable parameters and defaults, for a convolution with ``c_in_g``
+    input channels per group."""
+    space: dict[str, tuple[int, ...]] = {**SPACE, **CHANNELS_LAST_SPACE}
+    defaults = {**DEFAULTS, "CHANNELS_LAST": int(c_in_g >= CHANNELS_LAST_MIN_C)}
+    if fp32:
+        space.update(TF32X3_SPACE)
+        defaults["TF32X3"] = 1
+    return space, defaults
+
+
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
                  torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 
@@ -158,19 +199,7 @@ class ConvTemplate:
     implicit: bool  # the plan tunes CHANNELS_LAST (some convolution is an implicit GEMM)
 
     def feasible(self, params: Mapping[str, int]) -> str | None:
-        threads = 32 * params["num_warps"]
-        if "BLOCK_H" in params and params["BLOCK_H"] * params["BLOCK_W"] // threads > 64:
-            return (f"a {params['BLOCK_H']}x{params['BLOCK_W']} depthwise tile is more than 64 "
-                    f"outputs per thread")
-        if "BLOCK_M" not in params:
-            return None
-        tile = params["BLOCK_M"] * (params["BLOCK_N"] + params["BLOCK_K"])
-        if params["BLOCK_M"] * params["BLOCK_N"] // threads > 128:
-            return (f"a {params['BLOCK_M']}x{params['BLOCK_N']} accumulator is more than 128 "
-                    f"registers per thread")
-        if tile * 4 * 2 > 160 * 1024:
-            return "the tiles exceed shared memory"
-        return None
+        return feasible(params)
 
     def render(self, params: Mapping[str, int]) -> str:
         body: list[str] = []
@@ -187,14 +216,7 @@ class ConvTemplate:
                 body.append(f"{prev} = {call}")
         # Every kernel's tile is set: at other sizes a convolution may take another kernel
         # (its channels per group reach 1, say); those outside the plan keep their defaults.
-        full = {**DEFAULTS, **_direct_tile(params["num_warps"]), **params}
-        consts = {key: full[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_H",
-                                             "BLOCK_W")}
-        consts["NUM_WARPS"] = params["num_warps"]
-        if self.tf32x3:
-            consts["TF32X3"] = params["TF32X3"]
-        if self.implicit:
-            consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
+        consts = conv_constants(params, self.tf32x3, self.implicit)
         return module_source(self.problem, self.description, consts, [KERNELS], [LAUNCHER],
                              self.traced.forward_args, body)
 

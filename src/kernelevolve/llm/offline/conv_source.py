@@ -72,6 +72,22 @@ _DECODE = _ROW + '''
     x_row = n * s_xn + d0 * s_xd + h0 * s_xh + w0 * s_xw
     o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow'''
 
+# Both implicit GEMMs' last step of k and their epilogue: the tile product, then the bias and
+# the store
+_DOT_STORE = '''
+        if TF32X3:
+            # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi): fp32-level
+            # error; plain TF32 would miss the 1e-4 fp32 tolerance.
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
+        else:
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
+    co = g * C_OUT_G + offs_n
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_m[:, None] & mask_n[None, :])'''
+
 KERNELS = _WINDOW + f'''
 
 
@@ -146,19 +162,7 @@ def conv_gemm_kernel(
             w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)
             w_ptrs = w_ptr + (w_base[None, :] + w_off[:, None])
         w_tile = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :],
-                         other=0.0).to(tl.float32)
-        if TF32X3:
-            # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi): fp32-level
-            # error; plain TF32 would miss the 1e-4 fp32 tolerance.
-            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
-        else:
-            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
-    co = g * C_OUT_G + offs_n
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
-             mask=mask_m[:, None] & mask_n[None, :])
+                         other=0.0).to(tl.float32){_DOT_STORE}
 
 
 
@@ -191,6 +195,7 @@ def conv_gemm_cl_kernel(
     d0 = od * st_d + off_d
     h0 = oh * st_h + off_h
     w0 = ow * st_w + off_w
+    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow
     x_n = n * s_xn + g * C_IN_G
     w_rows = (g * C_OUT_G + offs_n).to(tl.int64) * K
     slices = tl.cdiv(C_IN_G, BLOCK_K)
@@ -213,18 +218,7 @@ def conv_gemm_cl_kernel(
         x_tile = tl.load(x_ptr + (x_row[:, None] + offs_c[None, :]),
                          mask=ok[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
         w_tile = tl.load(w_ptr + (w_rows[None, :] + (tap * C_IN_G + offs_c)[:, None]),
-                         mask=mask_c[:, None] & mask_n[None, :], other=0.0).to(tl.float32)
-        if TF32X3:
-            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
-        else:
-            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
-    co = g * C_OUT_G + offs_n
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow
-    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
-             mask=mask_m[:, None] & mask_n[None, :])
+                         mask=mask_c[:, None] & mask_n[None, :], other=0.0).to(tl.float32){_DOT_STORE}
 
 
 @triton.jit

@@ -1,5 +1,7 @@
 """The elementwise template: any chain of elementwise ops over broadcast operands, fused into one
-pass, optionally after an allowed library op (the ``library_epilogue`` class).
+pass, optionally after an allowed library op (the ``library_epilogue`` class) or after a
+convolution written by the convolution template's kernels (``conv_nd``: the ``convolution``
+class, a convolution with an epilogue).
 
 The output's dims are grouped where every operand has the same broadcast pattern (a bias of
 shape [C, 1, 1] on [N, C, H, W] gives groups N | C | H*W); the last group is walked in
@@ -14,6 +16,9 @@ from dataclasses import dataclass, field
 
 from kernelevolve.problem import Problem
 
+from . import conv
+from .conv_source import KERNELS as CONV_KERNELS
+from .conv_source import LAUNCHER as CONV_LAUNCHER
 from .expr import ExprWriter
 from .ir import Lowered, Node, Operand, broadcast
 from .operands import Signature, dtype_expr, signature
@@ -120,11 +125,16 @@ class ElementwiseTemplate:
             raise Unsupported("no operand varies along the innermost dims")
         self.sig = signature(self.lowered, forward_args=self.traced.forward_args)
 
+    @property
+    def own_conv(self) -> bool:
+        """The operand is a convolution this module writes (``conv_nd``), not the library's."""
+        return bool(self.lowered.own_convs)
+
     def feasible(self, params: Mapping[str, int]) -> str | None:
         if params["BLOCK_SIZE"] < 32 * params["num_warps"]:
             return (f"BLOCK_SIZE {params['BLOCK_SIZE']} is smaller than the "
                     f"{32 * params['num_warps']} threads of {params['num_warps']} warps")
-        return None
+        return conv.feasible(params) if self.own_conv else None
 
     # -- kernel ----------------------------------------------------------------------------
     def _kernel(self) -> str:
@@ -260,8 +270,11 @@ class ElementwiseTemplate:
         return "\n".join(lines)
 
     def render(self, params: Mapping[str, int]) -> str:
-        return module_source(
-            self.problem, self.description,
-            {"BLOCK_SIZE": params["BLOCK_SIZE"], "NUM_WARPS": params["num_warps"]},
-            [self._kernel()], [HELPERS, self._launcher()], self.traced.forward_args,
-            self.sig.call("fused_elementwise"))
+        consts = {"BLOCK_SIZE": params["BLOCK_SIZE"], "NUM_WARPS": params["num_warps"]}
+        kernels, launchers = [self._kernel()], [HELPERS, self._launcher()]
+        if self.own_conv:  # the convolution's kernels and launcher, its tiles beside ours
+            consts.update(conv.conv_constants(params, "TF32X3" in params, True))
+            kernels.insert(0, CONV_KERNELS)
+            launchers.insert(0, CONV_LAUNCHER)
+        return module_source(self.problem, self.description, consts, kernels, launchers,
+                             self.traced.forward_args, self.sig.call("fused_elementwise"))

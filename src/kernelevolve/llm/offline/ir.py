@@ -101,6 +101,9 @@ class Lowered:
     output: Node
     gemms: list[Node] = field(default_factory=list)
     libraries: list[Node] = field(default_factory=list)
+    # of those library results, the convolutions the template writes itself (``conv_nd``): the
+    # input channels per group of each
+    own_convs: list[int] = field(default_factory=list)
 
     @property
     def nodes(self) -> list[Node]:

@@ -215,6 +215,8 @@ class BaseLowerer:
         self.env: dict[str, Any] = {}
         self.gemms: list[Node] = []
         self.libraries: list[Node] = []
+        # input channels per group of each convolution the template writes (not the library's)
+        self.own_convs: list[int] = []
 
     # -- arguments -------------------------------------------------------------------------
     def arg(self, node: torch.fx.Node, i: int | str, default: Any = None) -> Any:
