@@ -67,9 +67,12 @@ def _import(source: str, tag: str) -> Any:
     return mod
 
 
-def _variants(plan: Any, n: int, rng: random.Random) -> list[dict[str, int]]:
+def _variants(plan: Any, n: int, rng: random.Random, default_only: bool = False
+              ) -> list[dict[str, int]]:
     base = plan.default_params()
     out = [base]
+    if default_only:
+        return out
     if "TF32X3" in plan.space and "CHANNELS_LAST" not in plan.space:  # ieee beside tf32x3
         out.append({**base, "TF32X3": 0})
     if plan.operator_class == "matmul" and "TF32X3" in plan.space:
@@ -112,7 +115,8 @@ def _to(values: list[Any], dtype: torch.dtype | None = None) -> list[Any]:
     return res
 
 
-def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random) -> dict[str, Any]:
+def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
+        default_only: bool = False) -> dict[str, Any]:
     from triton.testing import do_bench
 
     from kernelevolve.llm.offline.analyze import analyze
@@ -153,7 +157,7 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random) -> 
                 row["compile_ms"] = do_bench(lambda: compiled(*inputs), warmup=50, rep=300)
             except Exception as exc:
                 row["compile_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    for i, params in enumerate(_variants(plan, n_variants, rng)):
+    for i, params in enumerate(_variants(plan, n_variants, rng, default_only)):
         rec: dict[str, Any] = {"params": params}
         try:
             mod = _import(plan.render(params), f"{path.stem.split('_')[0]}_{i}")
@@ -218,6 +222,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="file-name prefixes, e.g. 1_ 23_")
     ap.add_argument("--variants", type=int, default=4, help="random variants beside the default")
     ap.add_argument("--compile", action="store_true", help="time torch.compile too")
+    ap.add_argument("--default-only", action="store_true",
+                    help="time each plan's default parameters only")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -237,7 +243,7 @@ def main() -> None:
     for path in files:
         t0 = time.monotonic()
         try:
-            row = one(path, args.variants, args.compile, rng)
+            row = one(path, args.variants, args.compile, rng, args.default_only)
         except Exception as exc:
             row = {"problem": path.stem, "unsupported": f"bench error {type(exc).__name__}: {exc}"}
         row["wall_s"] = time.monotonic() - t0
