@@ -6,6 +6,8 @@ second ``open`` of the same file stands in for another process here."""
 from __future__ import annotations
 
 import fcntl
+import threading
+import time
 
 import pytest
 
@@ -44,3 +46,26 @@ def test_the_lock_is_released_when_the_work_raises(tmp_path):
     with pytest.raises(RuntimeError), file_lock(path):
         raise RuntimeError("a candidate crashed")
     assert _try(path, fcntl.LOCK_EX)
+
+
+def test_a_waiting_timing_goes_before_later_correctness_checks(tmp_path):
+    """flock alone lets shared requests pass a waiting exclusive one, so overlapping correctness
+    checks of other processes could hold a timing off indefinitely; requests queue instead."""
+    path = tmp_path / "gpu.lock"
+    order: list[str] = []
+
+    def take(name: str, shared: bool) -> None:
+        with file_lock(path, shared=shared):
+            order.append(name)
+
+    with file_lock(path, shared=True):  # one job's correctness checks
+        timing = threading.Thread(target=take, args=("timing", False))
+        timing.start()
+        time.sleep(0.3)  # the timing is waiting now
+        checks = threading.Thread(target=take, args=("later checks", True))
+        checks.start()
+        time.sleep(0.3)
+        assert order == []  # neither passed the holder, nor the later checks the timing
+    timing.join(timeout=10)
+    checks.join(timeout=10)
+    assert order == ["timing", "later checks"]

@@ -139,11 +139,19 @@ def gpu_lock(device: torch.device, shared: bool = False):
 @contextlib.contextmanager
 def file_lock(path: Path, shared: bool = False):
     """An advisory ``flock`` on ``path``: shared (many holders) or exclusive (one, and no shared
-    holder)."""
+    holder). Requests queue at a gate (``path`` + ".gate", held only while asking): one waiting
+    for the lock exclusively holds the gate, so shared requests that come after it wait behind
+    it instead of overlapping one another forever (flock alone lets them pass a waiting
+    exclusive request)."""
     import fcntl
 
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    gate = path.with_name(path.name + ".gate")
+    with open(gate, "a") as g, open(path, "a") as f:
+        fcntl.flock(g, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(g, fcntl.LOCK_UN)
         try:
             yield
         finally:
