@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import analyze
 from kernelevolve.llm.offline.conv import CHANNELS_LAST_MIN_C
-from kernelevolve.tools.harness.pool import WorkerPool
 from tests.llm.offline.test_offline_conv_direct import _model
 from tests.llm.offline.test_offline_conv_tf32 import _CHAIN
 from tests.llm.offline.test_offline_coverage import _interpreted, _problem
@@ -34,13 +32,6 @@ _TRANSPOSED_3D = _model(
     "c_in, c_out", "        self.conv = nn.ConvTranspose3d(c_in, c_out, 3, stride=2, padding=1, "
     "output_padding=1, bias=True)", "self.conv(x)",
     "batch = 1\nc_in = 16\nc_out = 5\nd = 3\nh = 4\nw = 4", "batch, c_in, d, h, w", "c_in, c_out")
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 def test_channels_last_is_the_default_from_16_channels(tmp_path):

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import analyze
-from kernelevolve.tools.harness.pool import WorkerPool
 from tests.llm.offline.test_offline_coverage import _interpreted, _problem
 
 
@@ -49,13 +47,6 @@ _SEPARABLE = _model(
     "        self.pointwise = nn.Conv2d(c_in, c_out, 1, bias=False)",
     "self.pointwise(self.depthwise(x))",
     "batch = 2\nc_in = 4\nc_out = 8\nh = 6\nw = 7", "batch, c_in, h, w", "c_in, c_out")
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 def test_a_depthwise_plan_tunes_the_direct_tile(tmp_path):

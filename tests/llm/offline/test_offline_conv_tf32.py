@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import analyze
-from kernelevolve.tools.harness.pool import WorkerPool
 from tests.llm.offline.test_offline_coverage import _problem
 
 # A grouped transposed convolution (stride 3 with dilation 2: some phases get no tap) into a
@@ -38,13 +36,6 @@ def _conv(dtype: str, groups: str) -> str:
             "batch = 2\nc = 8\nh = 6\n\n\n"
             f"def get_inputs():\n    return [torch.rand(batch, c, h, h, dtype=torch.{dtype})]\n\n\n"
             "def get_init_inputs():\n    return [c]\n")
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 def test_an_fp32_convolution_tunes_tf32x3(tmp_path):

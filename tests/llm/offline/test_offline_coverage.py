@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import Unsupported, analyze
 from kernelevolve.llm.offline.trace import trace
 from kernelevolve.problem import load_problem
@@ -36,13 +35,6 @@ CASES = {
 }
 NEW = ["5_Matrix_scalar_multiplication", "11_4D_tensor_matrix_multiplication", "36_RMSNorm_",
        "97_ScaledDotProductAttention", "98_KLDivLoss"]
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 def _problem(tmp_path: Path, name: str, body: str):

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import analyze
 from kernelevolve.llm.offline.plan import Unsupported
-from kernelevolve.tools.harness.pool import WorkerPool
 from tests.llm.offline.test_offline_coverage import _problem
 
 # The suite's nn.functional.conv1d sample 2: grouped, strided, dilated and padded, the weight and
@@ -30,13 +28,6 @@ _CONV2D_DEPTHWISE = (
     "def get_inputs():\n"
     "    return [torch.randn(2, 4, 7, 9), torch.randn(4, 1, 3, 2), torch.randn(4)]\n\n\n"
     "def get_init_inputs():\n    return []\n")
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 @pytest.mark.parametrize("body", [_CONV1D, _CONV2D_DEPTHWISE], ids=["grouped", "depthwise"])

@@ -14,13 +14,10 @@ import os
 import subprocess
 import sys
 
-import pytest
 import torch
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import analyze, fullreduce
 from kernelevolve.problem import load_problem
-from kernelevolve.tools.harness.pool import WorkerPool
 from tests.llm.offline.test_offline_coverage import _problem, _verify
 
 FP32_RTOL = 1e-4  # the harness' float32 tolerance (tools/harness/compare.py)
@@ -137,13 +134,6 @@ def test_equal_terms_sum_accurately_in_the_interpreter(tmp_path, monkeypatch):
     assert done.returncode == 0, done.stderr[-3000:]
     rel = float(done.stdout.strip().splitlines()[-1])
     assert abs(rel) < FP32_RTOL / 20, rel
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 def test_a_kl_divergence_is_verified(tmp_path, small_pool):

@@ -17,10 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelevolve.config import EvalConfig
 from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
-from kernelevolve.tools.harness.pool import WorkerPool
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
 
@@ -317,13 +315,6 @@ def test_norms_and_full_reductions_walk_tiles(tmp_path):
     for name, result in report.items():
         assert result["rel"] < 1e-5, (name, result)
     assert "norm_partial_kernel" in report["batchnorm2d"]["launched"]
-
-
-@pytest.fixture(scope="module")
-def small_pool():
-    with WorkerPool("cpu", EvalConfig(n_input_sets=1, cpu_max_elements=1 << 12),
-                    workers=1) as pool:
-        yield pool
 
 
 @pytest.mark.parametrize("name", ["layernorm", "softmax", "groupnorm", "hinge"])

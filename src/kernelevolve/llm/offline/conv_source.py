@@ -72,6 +72,15 @@ _DECODE = _ROW + '''
     x_row = n * s_xn + d0 * s_xd + h0 * s_xh + w0 * s_xw
     o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow'''
 
+# Both implicit GEMMs' program: its group and tile of the group's output channels
+_GROUP_TILE = '''
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    g = pid_n // n_blocks_n
+    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_n = offs_n < C_OUT_G'''
+
 # Both implicit GEMMs' last step of k and their epilogue: the tile product, then the bias and
 # the store
 _DOT_STORE = '''
@@ -136,13 +145,7 @@ def conv_gemm_kernel(
     TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr,
 ):
     # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
-    # group and walks the (input channel, kernel window) axis in BLOCK_K slices.
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
-    g = pid_n // n_blocks_n
-    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_n = offs_n < C_OUT_G{_DECODE}
+    # group and walks the (input channel, kernel window) axis in BLOCK_K slices.{_GROUP_TILE}{_DECODE}
     x_row += (g * C_IN_G).to(tl.int64) * s_xc
     if W_KMAJOR:
         w_base = (g * C_OUT_G + offs_n).to(tl.int64) * K
@@ -185,13 +188,7 @@ def conv_gemm_cl_kernel(
 ):
     # Implicit GEMM over a channels-last input: k walks the taps, and within a tap a slice of
     # BLOCK_K input channels, which lie next to each other in x. So the x tile's loads are
-    # contiguous along K, the order tensor-core products read it in, and no table is read.
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
-    g = pid_n // n_blocks_n
-    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_n = offs_n < C_OUT_G{_ROW}
+    # contiguous along K, the order tensor-core products read it in, and no table is read.{_GROUP_TILE}{_ROW}
     d0 = od * st_d + off_d
     h0 = oh * st_h + off_h
     w0 = ow * st_w + off_w
