@@ -292,3 +292,26 @@ def test_llm_serve_answers_until_ctrl_c_then_stops_its_server(small_model: Path,
     assert not any(map(alive, kids))
     with pytest.raises(OSError):  # nothing listens there any more
         urllib.request.urlopen(f"{base_url}/models", timeout=5)
+
+
+@pytest.mark.timeout(120)
+def test_llm_serve_stops_cleanly_on_a_ctrl_c_while_loading(small_model: Path) -> None:
+    # Ctrl-C before the wait loop (while the model loads, or just after the address is
+    # printed) ended the command with a traceback and status 130 (seen in CI, under load).
+    env = {**os.environ, "KERNELEVOLVE_LLM__LOCAL_DIR": str(small_model.parent)}
+    cli = subprocess.Popen([*CLI, "llm", "serve", "--model", "0.5b", "--threads", "1"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        assert cli.stderr is not None
+        assert "loading" in cli.stderr.readline()
+        time.sleep(0.5)  # the server process is starting
+        kids = children(cli.pid)
+        os.kill(cli.pid, signal.SIGINT)
+        out, err = cli.communicate(timeout=30)
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)
+            cli.wait()
+    assert cli.returncode == 0 and "stopping" in err and "Traceback" not in err, err
+    assert not any(map(alive, kids))

@@ -104,17 +104,20 @@ def serve(model: ModelOption = None,
                          alias=spec.name)
     console, err_console = Console(), Console(stderr=True)
     err_console.print(f"[dim]loading {spec.name} ({server.threads} threads)...[/dim]")
-    with server:
-        console.print(server.base_url, highlight=False)
-        err_console.print(f"[dim]model {spec.name}; e.g. KERNELEVOLVE_LLM__MODEL={spec.name} "
-                          f"KERNELEVOLVE_LLM__BASE_URL={server.base_url}. Ctrl-C stops it.[/dim]",
-                          highlight=False)
-        try:
+    # Ctrl-C at any point, loading included, stops the server (leaving the block does) and ends
+    # the command cleanly: a Ctrl-C just after the address is printed ended it with a
+    # traceback and status 130 when it came before the wait loop.
+    try:
+        with server:
+            console.print(server.base_url, highlight=False)
+            err_console.print(f"[dim]model {spec.name}; e.g. KERNELEVOLVE_LLM__MODEL="
+                              f"{spec.name} KERNELEVOLVE_LLM__BASE_URL={server.base_url}. "
+                              f"Ctrl-C stops it.[/dim]", highlight=False)
             while server.running:
                 time.sleep(0.5)
-        except KeyboardInterrupt:
-            err_console.print("stopping")
-            return
+    except KeyboardInterrupt:
+        err_console.print("stopping")
+        return
     raise LLMError(f"the local model server exited unexpectedly (log: {server.log_path})")
 
 
