@@ -9,6 +9,7 @@ it is not there it is installed, and the tests skip only when that download fail
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -266,14 +267,25 @@ def test_tune_with_the_local_model_leaves_no_server_behind(small_model: Path, tm
     assert str(run_dirs[0]) in output  # printed first: where to resume from
 
 
+@contextlib.contextmanager
+def _serving(small_model: Path) -> Iterator[subprocess.Popen[str]]:
+    """``kernelevolve llm serve`` in its own session, killed with its children if still up."""
+    env = {**os.environ, "KERNELEVOLVE_LLM__LOCAL_DIR": str(small_model.parent)}
+    cli = subprocess.Popen([*CLI, "llm", "serve", "--model", "0.5b", "--threads", "1"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        yield cli
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)
+            cli.wait()
+
+
 @pytest.mark.timeout(120)
 def test_llm_serve_answers_until_ctrl_c_then_stops_its_server(small_model: Path,
                                                               tmp_path: Path) -> None:
-    env = {**os.environ, "KERNELEVOLVE_LLM__LOCAL_DIR": str(small_model.parent)}
-    cli = subprocess.Popen([*CLI, "llm", "serve", "--model",
-                            "0.5b", "--threads", "1"], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
+    with _serving(small_model) as cli:
         assert cli.stdout is not None
         base_url = cli.stdout.readline().strip()  # printed once the model answers
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), \
@@ -284,10 +296,6 @@ def test_llm_serve_answers_until_ctrl_c_then_stops_its_server(small_model: Path,
         assert kids
         os.kill(cli.pid, signal.SIGINT)
         _, err = cli.communicate(timeout=30)
-    finally:
-        if cli.poll() is None:
-            os.killpg(cli.pid, signal.SIGKILL)
-            cli.wait()
     assert cli.returncode == 0 and "stopping" in err, err
     assert not any(map(alive, kids))
     with pytest.raises(OSError):  # nothing listens there any more
@@ -298,20 +306,12 @@ def test_llm_serve_answers_until_ctrl_c_then_stops_its_server(small_model: Path,
 def test_llm_serve_stops_cleanly_on_a_ctrl_c_while_loading(small_model: Path) -> None:
     # Ctrl-C before the wait loop (while the model loads, or just after the address is
     # printed) ended the command with a traceback and status 130 (seen in CI, under load).
-    env = {**os.environ, "KERNELEVOLVE_LLM__LOCAL_DIR": str(small_model.parent)}
-    cli = subprocess.Popen([*CLI, "llm", "serve", "--model", "0.5b", "--threads", "1"],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
-    try:
+    with _serving(small_model) as cli:
         assert cli.stderr is not None
         assert "loading" in cli.stderr.readline()
         time.sleep(0.5)  # the server process is starting
         kids = children(cli.pid)
         os.kill(cli.pid, signal.SIGINT)
-        out, err = cli.communicate(timeout=30)
-    finally:
-        if cli.poll() is None:
-            os.killpg(cli.pid, signal.SIGKILL)
-            cli.wait()
+        _, err = cli.communicate(timeout=30)
     assert cli.returncode == 0 and "stopping" in err and "Traceback" not in err, err
     assert not any(map(alive, kids))

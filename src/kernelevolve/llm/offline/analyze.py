@@ -39,27 +39,23 @@ def _chain(lowered: Lowered) -> str:
 def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> KernelPlan:
     out = lowered.output
     space, defaults = dict(EW_SPACE), dict(EW_DEFAULTS)
-    if lowered.own_convs:
+    tail = f"then a fused {_chain(lowered)} epilogue over a {_shape(out)} {_dtype(out)} tensor"
+    if lowered.libraries:
         lib = lowered.libraries[0]
         assert lib.operand is not None
         name = lib.operand.label
-        desc = (f"{name} (the convolution template's kernels; `--allow-op {name}` keeps the "
-                f"library's) then a fused {_chain(lowered)} epilogue over a {_shape(out)} "
-                f"{_dtype(out)} tensor")
-        cls = "convolution"
-        gemm, gemm_defaults = conv.gemm_space(min(lowered.own_convs),
-                                              lib.dtype == torch.float32)
-        space.update(gemm)
-        defaults.update(gemm_defaults)
-        # one warp count for both kernels: the implicit GEMM's tiles want 2-8
-        space["num_warps"] = tuple(w for w in space["num_warps"] if 2 <= w <= 8)
-    elif lowered.libraries:
-        lib = lowered.libraries[0]
-        assert lib.operand is not None
-        name = lib.operand.label
-        desc = (f"library {name} then a fused {_chain(lowered)} epilogue over a {_shape(out)} "
-                f"{_dtype(out)} tensor")
-        cls = "library_epilogue"
+        if lowered.own_convs:
+            desc = (f"{name} (the convolution template's kernels; `--allow-op {name}` keeps the "
+                    f"library's) {tail}")
+            cls = "convolution"
+            gemm, gemm_defaults = conv.gemm_space(min(lowered.own_convs),
+                                                  lib.dtype == torch.float32)
+            space.update(gemm)
+            defaults.update(gemm_defaults)
+            # one warp count for both kernels: the implicit GEMM's tiles want 2-8
+            space["num_warps"] = tuple(w for w in space["num_warps"] if 2 <= w <= 8)
+        else:
+            desc, cls = f"library {name} {tail}", "library_epilogue"
     else:
         desc = f"fused elementwise {_chain(lowered)} over a {_shape(out)} {_dtype(out)} tensor"
         cls = "elementwise"

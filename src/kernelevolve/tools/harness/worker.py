@@ -650,8 +650,6 @@ class Evaluation:
         GPU is held exclusively (``gpu_lock``) while anything on it is timed: no other timing
         and no other job's GPU work (their correctness checks hold it shared) meanwhile."""
         cfg = self.cfg
-        inputs = self.inputs(module, problem, self.seed + 4000)
-        variation = InputVariation(compare.snapshot(inputs))
         timing_cfg = {k: cfg[k] for k in ("min_trials", "min_time_s", "max_trials", "warmup_ms")}
         ref_key = json.dumps([problem.digest, sizes, timing_cfg,
                               bool(cfg.get("compile_reference", True))], sort_keys=True)
@@ -659,8 +657,12 @@ class Evaluation:
             self.state.reference_timing.get(ref_key))
         sample_rounds = sorted({0, 1 + secrets.randbelow(9),
                                 10 + secrets.randbelow(max(1, int(cfg["min_trials"]) - 10))})
-        buf = self._buffer(inputs)
-        self.run_candidate(key, inputs, "timed inputs")  # the candidate holds these values
+        # the GPU work around the timing holds the lock shared: no other job's timing meanwhile
+        with gpu_lock(self.device, shared=True):
+            inputs = self.inputs(module, problem, self.seed + 4000)
+            variation = InputVariation(compare.snapshot(inputs))
+            buf = self._buffer(inputs)
+            self.run_candidate(key, inputs, "timed inputs")  # the candidate holds these values
         with gpu_lock(self.device):
             reply = self.remote.ask("time", key=key, buf=buf, cfg=timing_cfg,
                                     sample_rounds=sample_rounds)
@@ -672,44 +674,45 @@ class Evaluation:
             self.check_wall_clock(key, buf, cand_lat)
             refs = cached if cached is not None else self.time_references(
                 problem, ref, inputs, variation, sizes, cfg)
-        if cached is None:
-            self.state.reference_timing[ref_key] = refs
-        if reply.get("tampered"):
-            raise Verdict("cheat", f"timing found harness functions replaced: "
-                                   f"{reply['tampered']}")
-        samples = list(reply.get("samples") or [])
-        if len(samples) < 2:
-            raise Verdict("cheat", f"the candidate's process returned {len(samples)} outputs of "
-                                   f"timed trials, the judge asked for {len(sample_rounds)}")
-        for round_, shift, out in samples:
-            variation.apply(inputs, int(shift))
-            # the same comparison as the correctness sets', float64 truth included: without
-            # it, an fp32 kernel verified there failed here where the output cancels (ATen mm
-            # on the H200, ~3e-4 off a fp32 reference that is itself that far off)
-            self.compare(self.reference(ref, inputs), out,
-                         f"timed trial {int(round_) + 1} (an output produced inside the timing "
-                         f"loop)", truth=lambda: self.reference64(ref, inputs),
-                         nudged=lambda: self.reference_nudged(ref, inputs))
-        self.check("correct inside the timing loop", True,
-                   f"{len(samples)} sampled trials of {cand_lat.trials}, each on new input "
-                   f"values" if variation.varied else "no floating inputs to vary")
-        self.check_memory_floor(cand_lat, inputs, samples[0][2])
-        c = cand_lat.median_ms
-        eager, compiled = Latency.of_dict(refs["eager"]), refs.get("compiled")
-        compiled = Latency.of_dict(compiled) if compiled else None
-        timing: dict[str, Any] = {
-            "candidate": cand_lat.to_dict(), "eager": eager.to_dict(),
-            "compiled": compiled.to_dict() if compiled else None,
-            "speedup_vs_eager": eager.median_ms / c if c > 0 else None,
-            "speedup_vs_compiled": compiled.median_ms / c if compiled and c > 0 else None,
-            "compile_error": refs.get("compile_error"), "sizes": sizes, "simulated": False,
-            "references_reused": cached is not None,
-            **self.memory_roofline(inputs, samples[0][2], eager, cand_lat),
-        }
-        # After timing, the same input memory with new values must still give right answers.
-        self.refill(module, problem, inputs, self.seed + 5000)
-        self.check_once(key, ref, inputs, "after timing, new values in the same memory")
-        self.check("correct after timing", True, "")
+        with gpu_lock(self.device, shared=True):
+            if cached is None:
+                self.state.reference_timing[ref_key] = refs
+            if reply.get("tampered"):
+                raise Verdict("cheat", f"timing found harness functions replaced: "
+                                       f"{reply['tampered']}")
+            samples = list(reply.get("samples") or [])
+            if len(samples) < 2:
+                raise Verdict("cheat", f"the candidate's process returned {len(samples)} outputs of "
+                                       f"timed trials, the judge asked for {len(sample_rounds)}")
+            for round_, shift, out in samples:
+                variation.apply(inputs, int(shift))
+                # the same comparison as the correctness sets', float64 truth included: without
+                # it, an fp32 kernel verified there failed here where the output cancels (ATen mm
+                # on the H200, ~3e-4 off a fp32 reference that is itself that far off)
+                self.compare(self.reference(ref, inputs), out,
+                             f"timed trial {int(round_) + 1} (an output produced inside the timing "
+                             f"loop)", truth=lambda: self.reference64(ref, inputs),
+                             nudged=lambda: self.reference_nudged(ref, inputs))
+            self.check("correct inside the timing loop", True,
+                       f"{len(samples)} sampled trials of {cand_lat.trials}, each on new input "
+                       f"values" if variation.varied else "no floating inputs to vary")
+            self.check_memory_floor(cand_lat, inputs, samples[0][2])
+            c = cand_lat.median_ms
+            eager, compiled = Latency.of_dict(refs["eager"]), refs.get("compiled")
+            compiled = Latency.of_dict(compiled) if compiled else None
+            timing: dict[str, Any] = {
+                "candidate": cand_lat.to_dict(), "eager": eager.to_dict(),
+                "compiled": compiled.to_dict() if compiled else None,
+                "speedup_vs_eager": eager.median_ms / c if c > 0 else None,
+                "speedup_vs_compiled": compiled.median_ms / c if compiled and c > 0 else None,
+                "compile_error": refs.get("compile_error"), "sizes": sizes, "simulated": False,
+                "references_reused": cached is not None,
+                **self.memory_roofline(inputs, samples[0][2], eager, cand_lat),
+            }
+            # After timing, the same input memory with new values must still give right answers.
+            self.refill(module, problem, inputs, self.seed + 5000)
+            self.check_once(key, ref, inputs, "after timing, new values in the same memory")
+            self.check("correct after timing", True, "")
         self.release(inputs)
         return timing
 
