@@ -11,6 +11,11 @@ the judge. Each variant's error is checked by the harness's own comparison
 
     python benchmarks/offline_variants_gpu.py ../shared/kernelbench/level1 --only 1_ 2_ 23_ \\
         --variants 6 --compile --out /tmp/variants
+
+``--allow-op conv2d ...`` plans as ``tune --allow-op`` does (the library op kept, the rest
+fused), so a level-2 file's two paths can be timed side by side (one ``--out`` each).
+``--points '[{"CHANNELS_LAST": 2}, ...]'`` times those points (each over the default) in place
+of the template's built-in list.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ MATMUL_EXTRA = [  # fp32 tensor-core tilings tried beside the template's default
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 16, "num_warps": 8, "num_stages": 4},
     {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
+    # split once (the operands' TF32 parts written before the GEMM), two accumulators
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3, "TF32X3": 2},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 2, "TF32X3": 2},
 ]
 
 GEMV_EXTRA = [  # matrix-vector tiles (rows per program, K chunk, warps) and splits of K
@@ -52,6 +60,7 @@ CONV_EXTRA = [  # the implicit GEMM over a channels-last input (or not), its til
     {"CHANNELS_LAST": 1, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8},
     {"CHANNELS_LAST": 1, "BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4},
     {"CHANNELS_LAST": 1, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4},
+    {"CHANNELS_LAST": 2}, {"CHANNELS_LAST": 2, "BLOCK_K": 16},
 ]
 COPY_TBPS = 4.15  # the H200's measured copy bandwidth (benchmarks/results/kernelbench_l1_h200)
 
@@ -67,11 +76,18 @@ def _import(source: str, tag: str) -> Any:
     return mod
 
 
-def _variants(plan: Any, n: int, rng: random.Random, default_only: bool = False
-              ) -> list[dict[str, int]]:
+def _variants(plan: Any, n: int, rng: random.Random, default_only: bool = False,
+              points: list[dict[str, int]] | None = None) -> list[dict[str, int]]:
     base = plan.default_params()
     out = [base]
     if default_only:
+        return out
+    if points is not None:
+        for point in points:
+            cand = {**base, **point}
+            if cand not in out and all(cand[k] in plan.space.get(k, ()) for k in cand) and (
+                    plan.feasible(cand) is None):
+                out.append(cand)
         return out
     if "TF32X3" in plan.space and "CHANNELS_LAST" not in plan.space:  # ieee beside tf32x3
         out.append({**base, "TF32X3": 0})
@@ -116,7 +132,8 @@ def _to(values: list[Any], dtype: torch.dtype | None = None) -> list[Any]:
 
 
 def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
-        default_only: bool = False) -> dict[str, Any]:
+        default_only: bool = False, allow_ops: list[str] | None = None,
+        points: list[dict[str, int]] | None = None) -> dict[str, Any]:
     from triton.testing import do_bench
 
     from kernelevolve.llm.offline.analyze import analyze
@@ -125,7 +142,7 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
     from kernelevolve.tools.harness.compare import compare_outputs
 
     row: dict[str, Any] = {"problem": path.stem, "variants": []}
-    problem = load_problem(path)
+    problem = load_problem(path).allowing(allow_ops or [])
     try:
         plan = analyze(problem)
     except Unsupported as exc:
@@ -157,7 +174,7 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
                 row["compile_ms"] = do_bench(lambda: compiled(*inputs), warmup=50, rep=300)
             except Exception as exc:
                 row["compile_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    for i, params in enumerate(_variants(plan, n_variants, rng, default_only)):
+    for i, params in enumerate(_variants(plan, n_variants, rng, default_only, points)):
         rec: dict[str, Any] = {"params": params}
         try:
             mod = _import(plan.render(params), f"{path.stem.split('_')[0]}_{i}")
@@ -224,6 +241,10 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true", help="time torch.compile too")
     ap.add_argument("--default-only", action="store_true",
                     help="time each plan's default parameters only")
+    ap.add_argument("--allow-op", nargs="*", default=[], metavar="OP",
+                    help="library ops a kernel may call, as tune --allow-op (e.g. conv2d)")
+    ap.add_argument("--points", type=json.loads, default=None,
+                    help="a JSON list of parameter points to time over each default")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -243,7 +264,8 @@ def main() -> None:
     for path in files:
         t0 = time.monotonic()
         try:
-            row = one(path, args.variants, args.compile, rng, args.default_only)
+            row = one(path, args.variants, args.compile, rng, args.default_only, args.allow_op,
+                      args.points)
         except Exception as exc:
             row = {"problem": path.stem, "unsupported": f"bench error {type(exc).__name__}: {exc}"}
         row["wall_s"] = time.monotonic() - t0

@@ -45,10 +45,16 @@ def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> Ker
         assert lib.operand is not None
         name = lib.operand.label
         if lowered.own_convs:
+            # On an H200 the library's convolution with the fused epilogue ran about 4x
+            # faster than these kernels on level 2's 3-channel convolutions, and 1.07-2.6x
+            # slower on those with 16 or more input channels per group
+            # (benchmarks/results/offline_variants_h200/level2_conv_paths.md)
+            advice = (f", which ran faster at fewer than {conv.CHANNELS_LAST_MIN_C} input "
+                      f"channels per group" if set(lowered.own_convs) - {1} else "")
             desc = (f"{name} (the convolution template's kernels; `--allow-op {name}` keeps the "
-                    f"library's) {tail}")
+                    f"library's{advice}) {tail}")
             cls = "convolution"
-            gemm, gemm_defaults = conv.gemm_space(min(lowered.own_convs),
+            gemm, gemm_defaults = conv.gemm_space(lowered.own_convs,
                                                   lib.dtype == torch.float32)
             space.update(gemm)
             defaults.update(gemm_defaults)

@@ -25,6 +25,7 @@ from .lower import (
     val_shape,
     view_chain,
 )
+from .conv import x_layout
 from .plan import Unsupported
 from .trace import Traced
 
@@ -272,7 +273,8 @@ class Lowerer(BaseLowerer):
         else:
             fp32 = val_dtype(node) == torch.float32
             c_in_g = w.shape[0] // int(groups) if transposed else w.shape[1]
-            self.own_convs.append(c_in_g)
+            self.own_convs.append(x_layout(c_in_g, int(groups), bool(transposed),
+                                           int(dilation[-1]), w.shape[-1]))
             call = (f"conv_nd({x.operand.expr}, {w.operand.expr}, None, {hp['stride']}, "
                     f"{hp['padding']}, {hp['dilation']}, {hp['groups']}, {bool(transposed)}, "
                     f"{hp['output_padding'] if transposed else 0}"

@@ -75,9 +75,17 @@ Measured on an H200 at KernelBench's sizes (``benchmarks/results/offline_variant
 channel's values apart, and the table's gather loads were slow: 0.2-0.5x of cuDNN on most level-1
 convolutions. Channels-last with BLOCK_K = 32 (64 ran 1.7-2.4x slower) took 55, 57, 61, 64 and 67
 past eager; row tiles and the 64 x 128 x 32 tile then took 54 (3 channels, the table) from 17.7
-to 7.8 ms. The 3-channel convolutions (50, 54, 59, 60, 66) stay at 0.3-0.6x of cuDNN through the
-judge; not profiled yet (their K of 81-363 is short, and every x element is gathered once per
-tap).
+to 7.8 ms. The 3-channel convolutions (50, 54, 59, 60, 66) stayed at 0.3-0.6x of cuDNN: a tap's
+run of 3 channels filled 3 of a 16-wide k slice, and the table's gathered loads were slow. With
+runs along whole window rows (``CHANNELS_LAST=2``: a row's taps along w are adjacent in a
+channels-last x, so a 3x3 row of 3 channels is one run of 9) and 128 x 64 x 16 tiles
+(``conv_row_runs.md``): 54 0.50x of cuDNN, 60 0.97x, 66 0.98x, 50 0.53x through the judge; 59's
+window is one column wide (no run to gain) and stays on the table at 0.33x.
+
+Position tiles of short rows: a power-of-two run of OW columns pads the rest (KernelBench 59's
+rows of 10 filled 10 of 16 lanes; 69's 260 columns 5 runs of 64 with the last 4 wide), so where
+that padding passes FLAT_MIN_PAD of the run and the (oh, ow) plane lies evenly spaced in the
+output, the GEMMs tile the plane as one row (``FLAT_HW``; 69: 10.8 -> 9.1 ms).
 """
 
 from __future__ import annotations
@@ -113,12 +121,19 @@ DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 5
 # fp32 products of the GEMMs: 1 tf32x3 tensor-core products, 0 ieee FMA
 TF32X3_SPACE = {"TF32X3": (1, 0)}
 # The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
-# 0 x as it is through the window table (k = channel, then tap)
-CHANNELS_LAST_SPACE = {"CHANNELS_LAST": (1, 0)}
+# 2 the same with k running along whole window rows (a row's taps along w, their channels
+# adjacent), 0 x as it is through the window table (k = channel, then tap)
+CHANNELS_LAST_SPACE = {"CHANNELS_LAST": (1, 0, 2)}
 # Channels-last by default where every implicit GEMM has at least this many input channels per
 # group: a k slice is one tap's channels, at least 16 wide for tl.dot, so fewer waste the
-# products on zeros (KernelBench's 3-channel convolutions) where the table packs the taps.
+# products on zeros (KernelBench's 3-channel convolutions). Those take runs along window rows
+# where a row's taps lie adjacent in x, else the table, which packs the taps.
 CHANNELS_LAST_MIN_C = 16
+# The tiles of a convolution with fewer input channels: on an H200 (benchmarks/results/
+# offline_variants_h200/conv_row_runs.md) 128 positions x 64 channels with 16-wide k slices
+# took KernelBench 54 from 7.8 ms to 3.7, 60 from 20.1 to 10.3, 66 from 9.3 to 5.0 and 50 from
+# 7.9 to 5.1 (runs along rows; 128 x 64 x 32 through the table: 59 from 10.5 to 8.1).
+NARROW_DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4}
 
 _HOW = {"depthwise": "direct", "pointwise": "a GEMM over channels", "gemm": "an implicit GEMM"}
 
@@ -161,11 +176,34 @@ def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> d
     return consts
 
 
-def gemm_space(c_in_g: int, fp32: bool) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
-    """The implicit GEMM's tunable parameters and defaults, for a convolution with ``c_in_g``
-    input channels per group."""
+def x_layout(c_in_g: int, groups: int, transposed: bool, dil_w: int, k_w: int) -> int:
+    """The CHANNELS_LAST an implicit-GEMM convolution runs best with: 1 (a tap's channels a k
+    run) from CHANNELS_LAST_MIN_C input channels per group; fewer: 2 (runs along window rows)
+    where a window row's taps lie adjacent in a channels-last x (one group, no dilation along
+    w, a row of more than one tap; a transposed one's phases step its taps backwards), else 0
+    (the table)."""
+    if c_in_g >= CHANNELS_LAST_MIN_C:
+        return 1
+    return 2 if groups == 1 and not transposed and dil_w == 1 and k_w > 1 else 0
+
+
+def gemm_defaults(layouts: list[int]) -> dict[str, int]:
+    """The implicit GEMMs' default tiles and CHANNELS_LAST for convolutions preferring
+    ``layouts`` (``x_layout``; one value serves them all): channels-last where all take it,
+    runs along rows where all narrow ones can, else the table; the narrow tiles where any is
+    narrow."""
+    layout = 1 if set(layouts) <= {1} else 2 if set(layouts) <= {1, 2} else 0
+    if layout == 1:
+        return {**DEFAULTS, "CHANNELS_LAST": 1}
+    return {**NARROW_DEFAULTS, "BLOCK_K": 16 if layout == 2 else 32, "CHANNELS_LAST": layout}
+
+
+def gemm_space(layouts: list[int], fp32: bool) -> tuple[dict[str, tuple[int, ...]],
+                                                         dict[str, int]]:
+    """The implicit GEMM's tunable parameters and defaults, for convolutions preferring
+    ``layouts`` (``x_layout``)."""
     space: dict[str, tuple[int, ...]] = {**SPACE, **CHANNELS_LAST_SPACE}
-    defaults = {**DEFAULTS, "CHANNELS_LAST": int(c_in_g >= CHANNELS_LAST_MIN_C)}
+    defaults = gemm_defaults(layouts)
     if fp32:
         space.update(TF32X3_SPACE)
         defaults["TF32X3"] = 1
@@ -186,7 +224,7 @@ class _Conv:
     # at the traced sizes: "depthwise" (one input channel per group), "pointwise" (1x1, stride
     # 1, no padding) or "gemm" (the implicit GEMM)
     kind: str
-    c_in_g: int  # input channels per group at the traced sizes
+    layout: int  # the CHANNELS_LAST it runs best with (x_layout) at the traced sizes
 
 
 @dataclass
@@ -237,6 +275,7 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     nd = len(w_shape) - 2
     name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
     c_in_g = w_shape[0] // int(groups) if transposed else w_shape[1]
+    layout = x_layout(c_in_g, int(groups), bool(transposed), int(dilation[-1]), w_shape[-1])
     pointwise = (not transposed and all(k == 1 for k in w_shape[2:])
                  and all(v == 1 for v in stride) and all(v == 0 for v in padding))
     kind = "depthwise" if c_in_g == 1 else "pointwise" if pointwise else "gemm"
@@ -252,11 +291,11 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
         args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
                 str(int(groups)), str(bool(transposed)), str(list(out_padding))]
     if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
-        return _Conv("", args, name, kind, c_in_g), x
+        return _Conv("", args, name, kind, layout), x
     x_expr = fxgraph.input_expr(traced, x)
     if x_expr is None:
         raise Unsupported(f"a {name} of a computed tensor, which no template covers")
-    return _Conv(x_expr, args, name, kind, c_in_g), None
+    return _Conv(x_expr, args, name, kind, layout), None
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
@@ -286,17 +325,17 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     tf32x3 = out_dtype == torch.float32 and bool(kinds & {"gemm", "pointwise"})
     space: dict[str, tuple[int, ...]] = {}
     defaults: dict[str, int] = {}
-    if kinds & {"gemm", "pointwise"}:
+    implicit = "gemm" in kinds
+    if implicit:
         space.update(SPACE)
-        defaults.update(DEFAULTS if "gemm" in kinds else POINTWISE_DEFAULTS)
+        space.update(CHANNELS_LAST_SPACE)
+        defaults.update(gemm_defaults([c.layout for c in chain if c.kind == "gemm"]))
+    elif "pointwise" in kinds:
+        space.update(SPACE)
+        defaults.update(POINTWISE_DEFAULTS)
     if tf32x3:
         space.update(TF32X3_SPACE)
         defaults["TF32X3"] = 1
-    implicit = "gemm" in kinds
-    if implicit:
-        space.update(CHANNELS_LAST_SPACE)
-        narrow = min(c.c_in_g for c in chain if c.kind == "gemm")
-        defaults["CHANNELS_LAST"] = int(narrow >= CHANNELS_LAST_MIN_C)
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)
         defaults.setdefault("num_warps", 2)

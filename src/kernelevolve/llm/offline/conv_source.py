@@ -48,29 +48,43 @@ _HEAD = '''
     ND: tl.constexpr, HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,'''
 
 _ROW = '''
-    # A program's BLOCK_M output positions: BLOCK_M // BLOCK_W output rows (n, od, oh) x
-    # BLOCK_W columns ow (a power of two, at most the row's length rounded up), so the
-    # compiler sees runs of BLOCK_W positions contiguous in the output and stores the tile
-    # coalesced. (Positions decoded from one flat index may span rows anywhere; proving no
-    # contiguity along them, it stored each output channel's values apart: 0.1x of eager at
-    # KernelBench 54's 1 GB output.)
-    tiles_w = tl.cdiv(OW, BLOCK_W)
+    # A program's BLOCK_M output positions: BLOCK_M // BLOCK_W output rows x BLOCK_W columns
+    # (a power of two, at most the row's length rounded up), so the compiler sees runs of
+    # BLOCK_W positions contiguous in the output and stores the tile coalesced. (Positions
+    # decoded from one flat index may span rows anywhere; proving no contiguity along them, it
+    # stored each output channel's values apart: 0.1x of eager at KernelBench 54's 1 GB
+    # output.) A row is (n, od, oh), its columns ow; or, with FLAT_HW (short rows of a
+    # contiguous (oh, ow) plane, which a power-of-two run would mostly pad), a row is (n, od)
+    # and its columns the plane's q = oh * OW + ow.
     offs_m = tl.arange(0, BLOCK_M)
-    row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
-    ow = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
-    mask_m = (ow < OW) & (row < ROWS)
-    oh = row % OH
-    t = row // OH
-    od = t % OD
-    n = t // OD'''
+    if FLAT_HW:
+        plane = OH * OW
+        tiles_w = tl.cdiv(plane, BLOCK_W)
+        row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
+        q = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
+        mask_m = (q < plane) & (row < ROWS)
+        oh = q // OW
+        ow = q % OW
+        od = row % OD
+        n = row // OD
+        o_row = n * s_on + od * s_od + q * s_ow
+    else:
+        tiles_w = tl.cdiv(OW, BLOCK_W)
+        row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
+        ow = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
+        mask_m = (ow < OW) & (row < ROWS)
+        oh = row % OH
+        t = row // OH
+        od = t % OD
+        n = t // OD
+        o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow'''
 
 _DECODE = _ROW + '''
     # the input position each window starts from: output position * stride - padding
     d0 = od * st_d - pad_d
     h0 = oh * st_h - pad_h
     w0 = ow * st_w - pad_w
-    x_row = n * s_xn + d0 * s_xd + h0 * s_xh + w0 * s_xw
-    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow'''
+    x_row = n * s_xn + d0 * s_xd + h0 * s_xh + w0 * s_xw'''
 
 # Both implicit GEMMs' program: its group and tile of the group's output channels
 _GROUP_TILE = '''
@@ -141,8 +155,9 @@ def conv_gemm_kernel(
     # Pointers
     x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr,
-    # tf32x3 (else ieee) products; w is a dense [C_out, K] copy, K contiguous
-    TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr,
+    # tf32x3 (else ieee) products; w is a dense [C_out, K] copy, K contiguous; rows are
+    # (n, od) planes (ROWS = N * OD)
+    TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr, FLAT_HW: tl.constexpr,
 ):
     # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
     # group and walks the (input channel, kernel window) axis in BLOCK_K slices.{_GROUP_TILE}{_DECODE}
@@ -174,9 +189,11 @@ def conv_gemm_cl_kernel(
     # Pointers: x channels-last [N, D, H, W, C] (the channel stride 1), w a dense [C_out, K]
     # copy in k = (tap, input channel) order
     x_ptr, w_ptr, b_ptr, out_ptr,
-    # Sizes: output rows N * OD * OH; K = taps * C_IN_G; channels per group; spatial extents;
-    # taps per dim (h, w); the k steps (taps * channel slices)
-    ROWS, K, C_IN_G, C_OUT_G, ID, IH, IW, OD, OH, OW, NT_H, NT_W, K_STEPS,
+    # Sizes: output rows N * OD * OH (N * OD with FLAT_HW); K = taps * C_IN_G; channels per
+    # group; spatial extents; taps per dim (h, w); the run of k that lies contiguous in x (a
+    # tap's C_IN_G channels, or with RUN_W a window row's NT_W taps of them); the k steps
+    # (runs * slices of a run)
+    ROWS, K, C_IN_G, C_OUT_G, ID, IH, IW, OD, OH, OW, NT_H, NT_W, RUN, K_STEPS,
     # Strides of x (batch, d, h, w), of the output [N, C, OD, OH, OW] (a transposed
     # convolution's phase is a strided view) and of the bias
     s_xn, s_xd, s_xh, s_xw, s_on, s_oc, s_od, s_oh, s_ow, s_b,
@@ -184,37 +201,49 @@ def conv_gemm_cl_kernel(
     st_d, st_h, st_w, off_d, off_h, off_w, dil_d, dil_h, dil_w,
     # Meta-parameters: spatial dims; bias; tiles; fp32 products
     ND: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, TF32X3: tl.constexpr,
+    BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, TF32X3: tl.constexpr, FLAT_HW: tl.constexpr,
+    # runs along whole window rows (one group, taps along w adjacent: dil_w 1)
+    RUN_W: tl.constexpr,
 ):
-    # Implicit GEMM over a channels-last input: k walks the taps, and within a tap a slice of
-    # BLOCK_K input channels, which lie next to each other in x. So the x tile's loads are
-    # contiguous along K, the order tensor-core products read it in, and no table is read.{_GROUP_TILE}{_ROW}
+    # Implicit GEMM over a channels-last input: k walks runs that lie next to each other in x
+    # (a tap's input channels; with RUN_W a window row's taps along w, their channels
+    # adjacent), a BLOCK_K slice at a time. So the x tile's loads are contiguous along K, the
+    # order tensor-core products read it in, and no table is read. A 3-channel convolution's
+    # tap is a run of 3, mostly padding in a 16-wide slice; its 3x3 window row is one of 9.{_GROUP_TILE}{_ROW}
     d0 = od * st_d + off_d
     h0 = oh * st_h + off_h
     w0 = ow * st_w + off_w
-    o_row = n * s_on + od * s_od + oh * s_oh + ow * s_ow
     x_n = n * s_xn + g * C_IN_G
     w_rows = (g * C_OUT_G + offs_n).to(tl.int64) * K
-    slices = tl.cdiv(C_IN_G, BLOCK_K)
+    slices = tl.cdiv(RUN, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(0, K_STEPS):
-        tap = step // slices
+        run = step // slices
         offs_c = (step % slices) * BLOCK_K + tl.arange(0, BLOCK_K)
-        mask_c = offs_c < C_IN_G
-        i_w = w0 + (tap % NT_W) * dil_w
-        ok = mask_m & (i_w >= 0) & (i_w < IW)
-        x_row = x_n + i_w * s_xw
+        mask_c = offs_c < RUN
+        if RUN_W:
+            # the run is the window row's taps along w, each one's channels: input column
+            # w0 + offs_c // C_IN_G (s_xw = C_IN_G), checked per element
+            i_w = w0[:, None] + (offs_c // C_IN_G)[None, :]
+            ok = mask_m[:, None] & mask_c[None, :] & (i_w >= 0) & (i_w < IW)
+            x_row = x_n + w0 * s_xw
+            rest = run
+        else:
+            i_w = w0 + (run % NT_W) * dil_w
+            ok = (mask_m & (i_w >= 0) & (i_w < IW))[:, None] & mask_c[None, :]
+            x_row = x_n + i_w * s_xw
+            rest = run // NT_W
         if ND >= 2:
-            i_h = h0 + ((tap // NT_W) % NT_H) * dil_h
-            ok = ok & (i_h >= 0) & (i_h < IH)
+            i_h = h0 + (rest % NT_H) * dil_h
+            ok = ok & ((i_h >= 0) & (i_h < IH))[:, None]
             x_row += i_h * s_xh
         if ND == 3:
-            i_d = d0 + (tap // (NT_W * NT_H)) * dil_d
-            ok = ok & (i_d >= 0) & (i_d < ID)
+            i_d = d0 + (rest // NT_H) * dil_d
+            ok = ok & ((i_d >= 0) & (i_d < ID))[:, None]
             x_row += i_d * s_xd
-        x_tile = tl.load(x_ptr + (x_row[:, None] + offs_c[None, :]),
-                         mask=ok[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
-        w_tile = tl.load(w_ptr + (w_rows[None, :] + (tap * C_IN_G + offs_c)[:, None]),
+        x_tile = tl.load(x_ptr + (x_row[:, None] + offs_c[None, :]), mask=ok,
+                         other=0.0).to(tl.float32)
+        w_tile = tl.load(w_ptr + (w_rows[None, :] + (run * RUN + offs_c)[:, None]),
                          mask=mask_c[:, None] & mask_n[None, :], other=0.0).to(tl.float32){_DOT_STORE}
 
 
@@ -399,6 +428,9 @@ def _flat_stride(t):
 
 # The depthwise kernel unrolls the window; a larger one takes the implicit GEMM instead
 MAX_DIRECT_TAPS = 128
+# The implicit GEMMs tile a contiguous (oh, ow) plane as one row where a power-of-two run of
+# columns would be more than this fraction padding (KernelBench 59's rows of 10: 6 of 16)
+FLAT_MIN_PAD = 0.125
 
 
 def _grid_1d(programs):
@@ -452,14 +484,30 @@ def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
         TF32X3=bool(tf32x3), num_warps=NUM_WARPS)
 
 
+def _position_tiles(out):
+    """The implicit GEMMs' position tiles of ``out`` [N, C, OD, OH, OW]: (rows, their length,
+    BLOCK_W, flat_hw). A row is (n, od, oh) of OW columns; or (``flat_hw``), where OW is short
+    enough that a power-of-two run of columns would be more than FLAT_MIN_PAD padding and the
+    (oh, ow) plane lies evenly spaced in ``out``, (n, od) of OH * OW positions."""
+    n_batch, _, od, oh, ow = out.shape
+    block_w = min(BLOCK_M, triton.next_power_of_2(ow))
+    padded = triton.cdiv(ow, block_w) * block_w
+    if (oh > 1 and (padded - ow) > FLAT_MIN_PAD * padded
+            and out.stride(3) == ow * out.stride(4)):
+        plane = oh * ow
+        return n_batch * od, plane, min(BLOCK_M, triton.next_power_of_2(plane)), True
+    return n_batch * od * oh, ow, block_w, False
+
+
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3, x_cl=None):
+                 pad, s_wi, nd, tf32x3, x_cl=None, run_w=False):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
     GEMM for a 1x1 one, else an implicit GEMM: over ``x_cl()`` (x channels-last, made once per
     convolution) where given, else over x as it is through the window table. ``tf32x3``: the
     GEMMs' products as three TF32 ones (the implicit GEMM reading a K-major copy of the
-    weight)."""
+    weight). ``run_w``: the channels-last GEMM's k runs along whole window rows where they lie
+    contiguous in x (one group, adjacent taps along w)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -477,25 +525,29 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     has_bias = bias is not None
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     # a program's positions: rows x BLOCK_W columns of the output
-    rows, ow = m // out.shape[4], out.shape[4]
-    block_w = min(BLOCK_M, triton.next_power_of_2(ow))
-    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(ow, block_w),
+    rows, row_len, block_w, flat_hw = _position_tiles(out)
+    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(row_len, block_w),
             groups * triton.cdiv(c_out_g, block_n))
     if grid[0] >= 2 ** 31:
         raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
     if x_cl is not None:
         xc = x_cl()
         off, dil = _tap_lines(taps, offsets, pad)
-        # a slice of channels no wider than a group's
-        block_k = min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
-        k_steps = n_taps * triton.cdiv(c_in_g, block_k)
+        # a window row's taps along w lie next to each other where they are adjacent and the
+        # channels between them are the group's own
+        run_w = bool(run_w and dil[2] == 1 and taps[2][2] > 1 and xc.stride(4) == c_in_g)
+        run = c_in_g * (taps[2][2] if run_w else 1)
+        # a slice no wider than a run
+        block_k = min(BLOCK_K, max(16, triton.next_power_of_2(run)))
+        k_steps = k_total // run * triton.cdiv(run, block_k)
         conv_gemm_cl_kernel[grid](
             xc, _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=True),
             bias if has_bias else w5, out, rows, k_total, c_in_g, c_out_g, *xc.shape[2:],
-            *out.shape[2:], taps[1][2], taps[2][2], k_steps, xc.stride(0), *xc.stride()[2:],
-            *out.stride(), bias.stride(0) if has_bias else 0, *st, *off, *dil, ND=nd,
-            HAS_BIAS=has_bias, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
-            BLOCK_W=block_w, TF32X3=bool(tf32x3), num_warps=NUM_WARPS)
+            *out.shape[2:], taps[1][2], taps[2][2], run, k_steps, xc.stride(0),
+            *xc.stride()[2:], *out.stride(), bias.stride(0) if has_bias else 0, *st, *off, *dil,
+            ND=nd, HAS_BIAS=has_bias, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
+            BLOCK_W=block_w, TF32X3=bool(tf32x3), FLAT_HW=flat_hw, RUN_W=run_w,
+            num_warps=NUM_WARPS)
         return
     table = torch.empty((5, max(1, k_total)), dtype=torch.int64, device=x5.device)
     if k_total:
@@ -521,15 +573,16 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         args = (x5, _k_major(w5, taps, groups, transposed, c_out, k_total)) + args[2:]
     conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
                            BLOCK_W=block_w, TF32X3=bool(tf32x3), W_KMAJOR=w_kmajor,
-                           num_warps=NUM_WARPS)
+                           FLAT_HW=flat_hw, num_warps=NUM_WARPS)
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
             tf32x3=False, channels_last=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones (else ieee FMA); ``channels_last``: the
-    implicit GEMM reads a channels-last copy of x (else x as it is, through the window
-    table)."""
+    implicit GEMM reads a channels-last copy of x, k walking a tap's channels (1) or a window
+    row's taps along w and their channels where they lie contiguous (2); else (0) x as it is,
+    through the window table."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -573,10 +626,11 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         return made[0]
 
     cl = x_cl if channels_last else None
+    run_w = int(channels_last) == 2
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3, cl)
+                     tf32x3, cl, run_w)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
@@ -590,5 +644,5 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
                 view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
                 _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
                              [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
-                             [0, 0, 0], s_wi, nd, tf32x3, cl)
+                             [0, 0, 0], s_wi, nd, tf32x3, cl, run_w)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''

@@ -102,7 +102,7 @@ class Lowered:
     gemms: list[Node] = field(default_factory=list)
     libraries: list[Node] = field(default_factory=list)
     # of those library results, the convolutions the template writes itself (``conv_nd``): the
-    # input channels per group of each
+    # CHANNELS_LAST each runs best with (conv.x_layout)
     own_convs: list[int] = field(default_factory=list)
 
     @property

@@ -215,7 +215,8 @@ class BaseLowerer:
         self.env: dict[str, Any] = {}
         self.gemms: list[Node] = []
         self.libraries: list[Node] = []
-        # input channels per group of each convolution the template writes (not the library's)
+        # the CHANNELS_LAST (conv.x_layout) each convolution the template writes (not the
+        # library's) runs best with
         self.own_convs: list[int] = []
 
     # -- arguments -------------------------------------------------------------------------

@@ -9,7 +9,21 @@ still reaches the tensor cores: ``input_precision="tf32x3"`` writes each operand
 plus a TF32 remainder and sums three tensor-core products (hi*hi + hi*lo + lo*hi), leaving out only
 lo*lo, a relative 2^-22 per product: fp32-level error (1e-6-7e-6 measured) on the tensor cores
 (``benchmarks/results/matmul_tf32x3_h200.md`` measures both on twelve level-1 matmul shapes). The
-template's ``TF32X3`` parameter picks it (the default) or ``"ieee"`` (FMA units, no tensor cores).
+template's ``TF32X3`` parameter picks it (1, the default), ``"ieee"`` (0: FMA units, no tensor
+cores) or the same three products with the split done once, before the GEMM (2, "split once"):
+Triton's tf32x3 splits every loaded tile in registers at every k step, between shared memory and
+the tensor cores; instead a pass (``split_tf32``) writes each operand's TF32 high part and
+remainder, both rounded to nearest, into rows aligned to 16 elements, and the GEMM sums three
+plain ``"tf32"`` products of loaded tiles. Measured on an H200
+(``benchmarks/results/offline_variants_h200/matmul_split_once.md``): with the three products
+chained into one accumulator it ran KernelBench 1, 2, 13, 16 and 17 at 1.65-1.76x of cuBLAS
+SGEMM through the judge (the split in the kernel: 1.17-1.43x), but its result drifted by
+1.7e-4 at K = 524288 with positive inputs, past the harness's tolerance (the small products,
+2^-11 of the large ones, lose their low bits added into the large sum);
+summed from zero and added each k step, as tf32x3 does, it was exact and 0.37-0.46x of cuBLAS
+(the add made each step wait for the tensor cores). The small products now have an accumulator
+of their own, added once after the loop: exact in the interpreter, not yet timed on a GPU, so
+split once is a point of the search space and not a default.
 The interpreter computes every precision exactly, so only a GPU run tells them apart. TF32
 tensor-core products read both tiles K-major, so on the GPU an operand laid out otherwise (b of
 ``x @ w``, a of ``x.T @ w``) is first copied K-major: one pass over it, far cheaper than the
@@ -47,7 +61,15 @@ SPACE = {"BLOCK_M": (16, 32, 64, 128, 256), "BLOCK_N": (16, 32, 64, 128, 256),
          "num_stages": (1, 2, 3, 4, 5)}
 DEFAULTS_FP32 = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8,
                  "num_stages": 3, "TF32X3": 1}
-SPACE_FP32 = {**SPACE, "TF32X3": (1, 0)}  # 1: tf32x3 tensor-core products, 0: ieee FMA
+# 1: tf32x3 tensor-core products, 0: ieee FMA, 2: tf32x3 with the operands split once (not a
+# default until its two-accumulator form is timed; see the module's docstring)
+SPACE_FP32 = {**SPACE, "TF32X3": (1, 0, 2)}
+# Split once's tiles to try first: two 128 x 128 accumulators fit 8 warps' registers (128 x 256
+# would hold 256 per thread), and four tiles a k step in 3 stages fit shared memory. (The
+# chained form ran 4096^3 on an H200 in 1.58 ms at 128 x 128 x 32 with 3 stages, 1.46 at
+# 128 x 256 x 32 with 2.)
+SPLIT_ONCE_TILES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8,
+                    "num_stages": 3, "TF32X3": 2}
 DEFAULTS_16 = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
                "num_stages": 3}
 SPLIT_KS = (1, 2, 4, 8, 16, 32, 64)
@@ -64,6 +86,58 @@ _ALIGNED_ROWS = '''def aligned_rows(t):
     out = rows[..., :k]
     out.copy_(t)
     return out'''
+
+# The split-once pass (TF32X3 = 2): each operand's TF32 high part and remainder
+_SPLIT_KERNEL = '''@triton.jit
+def round_tf32(x):
+    # x rounded to the nearest TF32 value (10 mantissa bits, ties to even), in int32 bit
+    # arithmetic (-8192 = 0xFFFFE000); infinities and NaNs are kept, and a finite value the
+    # rounding would carry to infinity is truncated instead
+    bits = x.to(tl.int32, bitcast=True)
+    up = (bits + 0xFFF + ((bits >> 13) & 1)) & -8192
+    special = (bits & 0x7F800000) == 0x7F800000
+    overflow = (up & 0x7F800000) == 0x7F800000
+    return tl.where(special, bits, tl.where(overflow, bits & -8192, up)).to(tl.float32,
+                                                                          bitcast=True)
+
+
+@triton.jit
+def split_tf32_kernel(
+    # Pointers: x [B, R, K] (any strides); hi and lo [B, R, KP] (rows padded to 16 elements)
+    x_ptr, hi_ptr, lo_ptr,
+    # Sizes and strides
+    R, K, KP, s_xb, s_xr, s_xk,
+    # Meta-parameters
+    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    # x = hi + lo: hi its nearest TF32 value, lo the remainder rounded to TF32 too (what is
+    # left, a relative 2^-22, is below fp32's own rounding of the products' sum)
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    b = tl.program_id(2).to(tl.int64)
+    mask = (rows < R)[:, None] & (cols < K)[None, :]
+    x = tl.load(x_ptr + (b * s_xb + rows[:, None].to(tl.int64) * s_xr
+                         + cols[None, :].to(tl.int64) * s_xk), mask=mask, other=0.0)
+    hi = round_tf32(x)
+    special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
+    lo = tl.where(special, 0.0, round_tf32(x - hi))
+    out = (b * R + rows[:, None].to(tl.int64)) * KP + cols[None, :]
+    tl.store(hi_ptr + out, hi, mask=mask)
+    tl.store(lo_ptr + out, lo, mask=mask)'''
+
+_SPLIT_LAUNCHER = '''def split_tf32(t):
+    """``t`` [..., R, K] (2 or 3 dims, fp32, any strides) as its TF32 high part and remainder,
+    each in rows padded to a multiple of 16 elements (views of them)."""
+    k = t.shape[-1]
+    kp = (k + 15) // 16 * 16
+    t3 = t if t.dim() == 3 else t.unsqueeze(0)
+    hi = torch.empty((*t.shape[:-1], kp), dtype=torch.float32, device=t.device)
+    lo = torch.empty_like(hi)
+    if t.numel():
+        grid = (triton.cdiv(t3.shape[1], 32), triton.cdiv(k, 128), t3.shape[0])
+        split_tf32_kernel[grid](t3, hi, lo, t3.shape[1], k, kp, *t3.stride(), BLOCK_R=32,
+                                BLOCK_K=128, num_warps=4)
+    return hi[..., :k], lo[..., :k]'''
 
 
 def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
@@ -134,6 +208,11 @@ class MatmulTemplate:
         size = 2 if self.half else 4
         smem = (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * size * max(
             1, params["num_stages"] - 1)
+        if params.get("TF32X3") == 2:
+            # four tiles a k step (both operands' parts), in every stage: on an H200,
+            # 128 x 256 x 32 with 3 stages asked for 288 KB
+            smem = (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * 8 * params[
+                "num_stages"]
         if smem > SMEM_BYTES:
             return f"{smem // 1024} KB of shared memory for the pipelined tiles (limit 227 KB)"
         per_thread = params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"])
@@ -157,7 +236,8 @@ class MatmulTemplate:
         others = [o for o in self.epilogue_ops]
         if self.bias_op is not None:
             others = [self.bias_op] + [o for o in others if o is not self.bias_op]
-        ptrs = ["a_ptr", "b_ptr"] + [f"{names[id(o)]}_ptr" for o in others] + ["out_ptr"]
+        ptrs = (["a_ptr", "b_ptr"] + ([] if self.half else ["alo_ptr", "blo_ptr"])
+                + [f"{names[id(o)]}_ptr" for o in others] + ["out_ptr"])
         if not batched:
             ptrs.append("ws_ptr")
         strides = ["stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_om"]
@@ -173,7 +253,9 @@ class MatmulTemplate:
         if self.half:
             lines.append("    UPCAST: tl.constexpr,")
         else:
-            lines.append("    TF32X3: tl.constexpr,")
+            lines += ["    # fp32 products: 1 tf32x3; 2 tf32x3 of operands split once (alo, blo: the",
+                      "    # remainders, a and b the TF32 high parts); 0 ieee",
+                      "    TF32X3: tl.constexpr,"]
         if not batched:
             lines += ["    # split-K: 0 one pass; 1 each program's K range into ws [SPLIT_K, M, N];",
                       "    # 2 the sum over ws, then the epilogue",
@@ -198,8 +280,10 @@ class MatmulTemplate:
         b0 = "b_ptr + batch * stride_bb" if batched else "b_ptr"
         ind = "    " if batched else "        "  # the K loop sits under `else:` with split-K
         if not batched:
-            lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-                      "    ws_tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]",
+            lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
+            if not self.half:
+                lines.append("    acc_lo = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+            lines += ["    ws_tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]",
                       "    ws_split = tl.cast(M, tl.int64) * N  # int64: SPLIT_K * M * N can pass 2**31",
                       "    if PHASE == 2:",
                       "        for s in range(0, SPLIT_K):",
@@ -214,11 +298,19 @@ class MatmulTemplate:
                       "            k_hi = tl.minimum(K, k_lo + k_per)"]
         else:
             lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
+            if not self.half:
+                lines.append("    acc_lo = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
         start = "k_lo" if not batched else "0"
-        lines += [f"{ind}a_ptrs = {a0} + offs_m[:, None].to(tl.int64) * stride_am + "
+        lines += [f"{ind}a_offs = offs_m[:, None].to(tl.int64) * stride_am + "
                   f"({start} + offs_k[None, :]) * stride_ak",
-                  f"{ind}b_ptrs = {b0} + ({start} + offs_k[:, None]) * stride_bk + "
+                  f"{ind}b_offs = ({start} + offs_k[:, None]) * stride_bk + "
                   "offs_n[None, :].to(tl.int64) * stride_bn",
+                  f"{ind}a_ptrs = {a0} + a_offs",
+                  f"{ind}b_ptrs = {b0} + b_offs"]
+        if not self.half:
+            lines += [f"{ind}alo_ptrs = {a0.replace('a_ptr', 'alo_ptr')} + a_offs",
+                      f"{ind}blo_ptrs = {b0.replace('b_ptr', 'blo_ptr')} + b_offs"]
+        lines += [
                   f"{ind}for k in range({start}, {'k_hi' if not batched else 'K'}, BLOCK_K):",
                   f"{ind}    k_mask = offs_k < {'k_hi' if not batched else 'K'} - k",
                   f"{ind}    a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
@@ -232,7 +324,23 @@ class MatmulTemplate:
                     "input_precision=\"ieee\")",
                     "else:", "    acc = tl.dot(a, b, acc)"]
         else:
-            body = ["if TF32X3:",
+            body = ["if TF32X3 == 2:",
+                    "    # split once: a and b hold TF32 high parts, alo and blo the remainders;",
+                    "    # three plain TF32 products of loaded tiles. The small ones go to their",
+                    "    # own accumulator, added once after the loop: chained into the large",
+                    "    # one their low bits were lost (1.7e-4 of the result at K = 524288 on",
+                    "    # an H200), and added to it each step (tf32x3's way) the add kept the",
+                    "    # tensor cores from running ahead (0.4x of the chained speed).",
+                    "    a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
+                    "other=0.0)",
+                    "    b_lo = tl.load(blo_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
+                    "other=0.0)",
+                    "    acc_lo = tl.dot(a_lo, b, acc_lo, input_precision=\"tf32\")",
+                    "    acc_lo = tl.dot(a, b_lo, acc_lo, input_precision=\"tf32\")",
+                    "    acc = tl.dot(a, b, acc, input_precision=\"tf32\")",
+                    "    alo_ptrs += BLOCK_K * stride_ak",
+                    "    blo_ptrs += BLOCK_K * stride_bk",
+                    "elif TF32X3:",
                     "    # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi):",
                     "    # fp32-level error; plain TF32 would miss the tolerance.",
                     "    acc = tl.dot(a, b, acc, input_precision=\"tf32x3\")",
@@ -240,6 +348,12 @@ class MatmulTemplate:
                     "    acc = tl.dot(a, b, acc, input_precision=\"ieee\")"]
         body += ["a_ptrs += BLOCK_K * stride_ak", "b_ptrs += BLOCK_K * stride_bk"]
         lines += [f"{ind}    {line}" for line in body]
+        if not self.half:
+            lines += [f"{ind}if TF32X3 == 2:",
+                      f"{ind}    # the small products' sum; a non-finite one only comes from an",
+                      f"{ind}    # infinite high part times a remainder (inf * 0 = NaN, or an",
+                      f"{ind}    # infinity against the large sum's), which that sum already holds",
+                      f"{ind}    acc += tl.where(tl.abs(acc_lo) <= 3.4028234663852886e38, acc_lo, 0.0)"]
         lines.append("    mask = mask_m[:, None] & mask_n[None, :]")
         if not batched:
             lines += ["    if PHASE == 1:",
@@ -332,7 +446,14 @@ class MatmulTemplate:
                   f"{{list({b}.shape)}}\")",
                   "    M, K = a.shape[-2], a.shape[-1]", "    N = b.shape[-1]"]
         if tensor_cores and not self.half:
-            lines += ["    if TF32X3 and a.device.type == \"cuda\":",
+            lines += ["    a_lo, b_lo = a, b  # the remainders, where the operands are split once",
+                      "    if TF32X3 == 2:",
+                      "        # split once (on every device, so the interpreter checks the",
+                      "        # addressing the GPU runs): a and b become their TF32 high parts,",
+                      "        # K-major in rows aligned to 16 elements, beside their remainders",
+                      "        a, a_lo = split_tf32(a)",
+                      "        b, b_lo = (t.transpose(-1, -2) for t in split_tf32(b.transpose(-1, -2)))",
+                      "    elif TF32X3 and a.device.type == \"cuda\":",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
                       "        # b column-major) from rows aligned to 16 elements; an operand",
                       "        # laid out otherwise is copied once into padded rows, a pass over",
@@ -385,7 +506,8 @@ class MatmulTemplate:
         if batched:
             strides += ["a.stride(0)", "b.stride(0)", "out.stride(0)"] + [
                 f"{names[id(o)]}.stride(0)" for o in tiles]
-        ptrs = ['a', 'b'] + [names[id(o)] for o in others] + ['out']
+        ptrs = (['a', 'b'] + ([] if self.half else ['a_lo', 'b_lo'])
+                + [names[id(o)] for o in others] + ['out'])
 
         def launch(grid_expr: str, ws: str | None, phase: int, split: str) -> list[str]:
             call = [f"    fused_matmul_kernel[{grid_expr}](",
@@ -427,8 +549,10 @@ class MatmulTemplate:
             consts["TF32X3"] = params["TF32X3"]
         if not self.spec.batched:
             consts["SPLIT_K"] = params["SPLIT_K"]
-        return module_source(self.problem, self.description, consts, [self._kernel()],
-                             ([] if self.half else [_ALIGNED_ROWS]) + [self._launcher()],
+        return module_source(self.problem, self.description, consts,
+                             ([] if self.half else [_SPLIT_KERNEL]) + [self._kernel()],
+                             ([] if self.half else [_ALIGNED_ROWS, _SPLIT_LAUNCHER])
+                             + [self._launcher()],
                              self.traced.forward_args,
                              self.sig.call("fused_matmul"))
 

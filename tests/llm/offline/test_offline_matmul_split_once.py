@@ -1,0 +1,204 @@
+"""The fp32 matmul's split-once mode (TF32X3 = 2, issue #17's >= 1.5x over cuBLAS SGEMM): a pass
+writes each operand's TF32 high part and remainder, both rounded to nearest, into rows aligned to
+16 elements, and the GEMM sums three plain TF32 products of loaded tiles. The split is checked
+bit by bit in Triton's interpreter (nearest TF32 values, ties to even, infinities and NaNs kept,
+no finite value carried to infinity); candidates in that mode match their references there
+(2-D, batched, a linear layer's transposed weight, split-K, a K that is no multiple of 16) and
+pass the real harness. The small products have an accumulator of their own, added after the
+loop (on an H200, chained into the large one they drifted past the tolerance, and added to it
+every k step they stalled the tensor cores); until that form is timed the mode is a point of the
+search space, not a default."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from kernelevolve.llm.offline import analyze
+from kernelevolve.llm.offline.matmul import SPLIT_ONCE_TILES
+from kernelevolve.problem import load_problem
+from tests.llm.offline.test_offline_analyze import PROBLEMS
+from tests.llm.offline.test_offline_coverage import _interpreted
+from tests.llm.offline.test_offline_matmul_split import LONG_K
+
+_SPLIT_CHECK = textwrap.dedent('''
+    import json, os
+    os.environ["TRITON_INTERPRET"] = "1"
+    import numpy as np
+    import torch
+    import triton
+    import triton.language as tl
+    from kernelevolve.llm.offline.matmul import _SPLIT_KERNEL, _SPLIT_LAUNCHER
+
+    ns = {"torch": torch, "triton": triton, "tl": tl}
+    exec(compile(_SPLIT_KERNEL + "\\n\\n" + _SPLIT_LAUNCHER, "<split>", "exec"), ns)
+    torch.manual_seed(0)
+    special = torch.tensor([float("inf"), -float("inf"), float("nan"), 3.4028235e38,
+                            -3.4028235e38, 1e-40, -1e-45, 0.0, -0.0, 1.0 + 2.0 ** -11,
+                            1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -11 + 2.0 ** -20])
+    x = torch.randn(3, 7, 37) * torch.logspace(-20, 20, 37)
+    x.view(-1)[:special.numel()] = special
+    t = x.transpose(-1, -2)  # [3, 37, 7] with the last dim strided: the loads gather
+    hi, lo = ns["split_tf32"](t)
+    hi2, lo2 = ns["split_tf32"](t[0])  # 2-D
+    bits = hi.contiguous().view(torch.int32)
+    print(json.dumps({
+        "shape": list(hi.shape), "row_stride": hi.stride(-2),
+        "low_bits": int((bits & 0x1FFF).abs().max()),
+        "lo_low_bits": int((lo.contiguous().view(torch.int32) & 0x1FFF).abs().max()),
+        "two_d_same": all(torch.allclose(u, v, rtol=0, atol=0, equal_nan=True)
+                          for u, v in ((hi2, hi[0]), (lo2, lo[0]))),
+        "hi": hi.double().flatten().tolist(), "lo": lo.double().flatten().tolist(),
+        "x": t.double().flatten().tolist()}))
+''')
+
+
+def _tf32_neighbours(v: float) -> tuple[float, float]:
+    """The TF32 values just below and above |v| (sign restored) by bit arithmetic."""
+    import struct
+
+    bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    down = bits & 0xFFFFE000
+    up = down + 0x2000
+    f = lambda b: struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]  # noqa: E731
+    return f(down), f(up)
+
+
+def test_the_split_is_the_nearest_tf32_value_and_its_rounded_remainder():
+    done = subprocess.run([sys.executable, "-c", _SPLIT_CHECK], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    assert r["shape"] == [3, 37, 7] and r["row_stride"] == 16  # rows padded to 16 elements
+    assert r["low_bits"] == 0 and r["lo_low_bits"] == 0  # both parts are TF32 values
+    assert r["two_d_same"]
+    inf = float("inf")
+    for x, hi, lo in zip(r["x"], r["hi"], r["lo"], strict=True):
+        if x != x:  # NaN stays NaN, with no remainder
+            assert hi != hi and lo == 0.0
+            continue
+        if abs(x) == inf:
+            assert hi == x and lo == 0.0
+            continue
+        assert abs(hi) != inf, x  # never carried to infinity
+        down, up = _tf32_neighbours(x)
+        assert hi in (down, up), (x, hi)
+        # nearest: no farther than the other neighbour (the float max truncates instead)
+        if abs(x) < 3.4e38:
+            assert abs(x - hi) <= abs(x - (up if hi == down else down)), (x, hi)
+        # the remainder: what is left after it, at most 2^-11 of the remainder itself (or, among
+        # fp32's subnormals, TF32's quantum 2^-136 there)
+        assert abs((x - hi) - lo) <= abs(x - hi) * 2.0 ** -11 + 2.0 ** -136, (x, hi, lo)
+    # ties go to even: 1 + 2^-11 lies halfway between 1 and 1 + 2^-10 (even: 1); 1 + 3 * 2^-11
+    # between 1 + 2^-10 (odd) and 1 + 2^-9 (even)
+    pairs = dict(zip(r["x"], r["hi"], strict=True))
+    assert pairs[1.0 + 2.0 ** -11] == 1.0
+    assert pairs[1.0 + 3 * 2.0 ** -11] == 1.0 + 2.0 ** -9
+    assert pairs[1.0 + 2.0 ** -11 + 2.0 ** -20] == 1.0 + 2.0 ** -10  # past the tie: up
+
+
+BATCHED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.bmm(a, b)
+
+
+batch = 3
+m = 40
+k = 37
+n = 24
+
+
+def get_inputs():
+    return [torch.randn(batch, m, k), torch.randn(batch, k, n)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_split_once_candidates_match_their_references_in_the_interpreter(tmp_path):
+    (tmp_path / "long_k.py").write_text(LONG_K)
+    (tmp_path / "batched.py").write_text(BATCHED)
+    tiles = "TF32X3=2,BLOCK_M=32,BLOCK_N=32,BLOCK_K=16,num_stages=2"
+    _interpreted([f"{PROBLEMS / '10_linear_bias_gelu.py'}@{tiles}",  # x @ W^T, bias, GELU
+                  f"{tmp_path / 'batched.py'}@{tiles}",  # K = 37: masked, padded rows
+                  f"{tmp_path / 'long_k.py'}@{tiles},SPLIT_K=4",  # split-K over split parts
+                  f"{tmp_path / 'long_k.py'}@{tiles},SPLIT_K=1"])
+
+
+def test_split_once_is_searched_not_defaulted_and_fits_shared_memory(kernelbench):
+    square = analyze(load_problem(kernelbench / "level1" / "1_Square_matrix_multiplication_.py"))
+    params = square.default_params()
+    assert params["TF32X3"] == 1 and 2 in square.space["TF32X3"]
+    split = {**params, **SPLIT_ONCE_TILES}
+    assert square.feasible(split) is None
+    source = square.render(split)
+    assert "a, a_lo = split_tf32(a)" in source and 'input_precision="tf32")' in source
+    assert "acc_lo = tl.dot(a_lo, b, acc_lo" in source and "acc += tl.where(" in source
+    # four tiles a k step, in every stage: 128 x 256 x 32 in three stages needs 288 KB
+    why = square.feasible({**split, "BLOCK_N": 256, "num_stages": 3})
+    assert why is not None and "shared memory" in why
+    assert square.feasible({**split, "BLOCK_N": 256, "num_stages": 3, "TF32X3": 1}) is None
+
+
+_INF_CHECK = textwrap.dedent('''
+    import importlib.util, json, os, sys
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    spec = importlib.util.spec_from_file_location("cand", sys.argv[1])
+    cand = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cand)
+    torch.manual_seed(0)
+    a, b = torch.randn(3, 40, 37), torch.randn(3, 37, 24)
+    # exact TF32 values (remainder 0: inf * 0 is NaN) and values whose remainder has the other
+    # sign (inf * lo is an infinity against the large sum's)
+    b[0, 5, :12] = 1.0
+    b[0, 5, 12:] = torch.tensor([1.0 + 2.0 ** -11 + 2.0 ** -14, -(1.0 + 2.0 ** -11 + 2.0 ** -14)]
+                                ).repeat(6)
+    a[0, 2, 5] = float("inf")
+    a[1, 3, 7] = float("nan")
+    got, want = cand.ModelNew()(a, b), torch.bmm(a, b)
+    print(json.dumps({"same": bool(torch.allclose(got, want, rtol=1e-5, atol=1e-5,
+                                                  equal_nan=True)),
+                      "inf_row": got[0, 2].tolist(), "want_inf_row": want[0, 2].tolist()}))
+''')
+
+
+def test_an_infinite_input_gives_what_the_reference_gives(tmp_path):
+    """An infinite a element: its high part is infinite and its remainder 0, so its products
+    with b's remainders are NaN (inf * 0) or an infinity of the remainder's sign, against the
+    large sum's; the small sum's non-finite values are dropped, so the row is the reference's
+    infinities, not NaN."""
+    path = tmp_path / "batched.py"
+    path.write_text(BATCHED)
+    plan = analyze(load_problem(path))
+    source = tmp_path / "cand.py"
+    source.write_text(plan.render({**plan.default_params(), "TF32X3": 2, "BLOCK_M": 32,
+                                   "BLOCK_N": 32, "BLOCK_K": 16, "num_stages": 2}))
+    done = subprocess.run([sys.executable, "-c", _INF_CHECK, str(source)], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    assert r["same"], (r["inf_row"], r["want_inf_row"])
+    assert any(abs(v) == float("inf") for v in r["want_inf_row"])
+
+
+def test_a_split_once_candidate_is_verified(tmp_path, small_pool):
+    path = tmp_path / "batched.py"
+    path.write_text(BATCHED)
+    problem = load_problem(path)
+    plan = analyze(problem)
+    source = plan.render({**plan.default_params(), "TF32X3": 2, "BLOCK_M": 32, "BLOCK_N": 32,
+                          "BLOCK_K": 16, "num_stages": 2})
+    result = small_pool.evaluate(problem, source)
+    assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
+    assert any(c.name == "correct on other shapes" for c in result.checks)
