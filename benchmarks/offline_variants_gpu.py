@@ -65,6 +65,17 @@ CONV_EXTRA = [  # the implicit GEMM over a channels-last input (or not), its til
 COPY_TBPS = 4.15  # the H200's measured copy bandwidth (benchmarks/results/kernelbench_l1_h200)
 
 
+def run_meta(script: str) -> dict[str, str]:
+    """Where and how this run happens: device, versions, date and the command line (``script``
+    under ``benchmarks/``), for a result file's header."""
+    import triton
+
+    return {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "triton": triton.__version__, "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "command": f"python benchmarks/{script} " + " ".join(sys.argv[1:])}
+
+
 def _import(source: str, tag: str) -> Any:
     path = Path(tempfile.mkdtemp(prefix="kev_variant_")) / f"{tag}.py"
     path.write_text(source)
@@ -254,11 +265,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    import triton
-    meta = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-            "triton": triton.__version__, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "command": "python benchmarks/offline_variants_gpu.py " + " ".join(sys.argv[1:])}
+    meta = run_meta("offline_variants_gpu.py")
     rows = []
     args.out.mkdir(parents=True, exist_ok=True)
     for path in files:

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -120,52 +118,56 @@ def gemm(a: torch.Tensor, b: torch.Tensor, presplit: bool, tile: tuple[int, ...]
     return c
 
 
-def main() -> None:
+def one_shape(name: str, m: int, n: int, k: int) -> dict:
+    """cuBLAS and every variant at one shape: times and errors."""
     from triton.testing import do_bench
+
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda")
+    # b K-major, as the template reads it: [K, N] with the K stride 1
+    b = torch.randn(n, k, device="cuda").T
+    truth = (a.double() @ b.double())
+    scale = truth.abs().max().item()
+    ref = a @ b.contiguous()
+    cublas_ms = do_bench(lambda: a @ b, warmup=25, rep=200)
+    row = {"shape": name, "M": m, "N": n, "K": k, "cublas_ms": cublas_ms,
+           "cublas_err": (ref.double() - truth).abs().max().item() / scale, "variants": []}
+    del ref
+    for presplit in (False, True):
+        for tile in TILES:
+            rec = {"presplit": presplit, "tile": tile}
+            try:
+                out = gemm(a, b, presplit, tile)
+                rec["err"] = (out.double() - truth).abs().max().item() / scale
+                del out
+                rec["ms"] = do_bench(lambda t=tile, p=presplit: gemm(a, b, p, t), warmup=25,
+                                     rep=200)
+                rec["vs_cublas"] = cublas_ms / rec["ms"]
+            except Exception as exc:
+                rec["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            row["variants"].append(rec)
+            print(name, rec, flush=True)
+    # the split alone: what presplit pays before its GEMM
+    row["split_ms"] = do_bench(lambda: (_split(a), _split(b)), warmup=10, rep=100)
+    return row
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from offline_variants_gpu import run_meta
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--only", nargs="*", default=None)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    meta = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-            "triton": triton.__version__, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "command": "python benchmarks/tf32x3_split_gpu.py " + " ".join(sys.argv[1:])}
+    meta = run_meta("tf32x3_split_gpu.py")
     rows = []
     args.out.mkdir(parents=True, exist_ok=True)
     for name, m, n, k in SHAPES:
         if args.only and not any(name.startswith(o) for o in args.only):
             continue
-        torch.manual_seed(0)
-        a = torch.randn(m, k, device="cuda")
-        # b K-major, as the template reads it: [K, N] with the K stride 1
-        b = torch.randn(n, k, device="cuda").T
-        truth = (a.double() @ b.double())
-        scale = truth.abs().max().item()
-        ref = a @ b.contiguous()
-        cublas_ms = do_bench(lambda: a @ b, warmup=25, rep=200)
-        row = {"shape": name, "M": m, "N": n, "K": k, "cublas_ms": cublas_ms,
-               "cublas_err": (ref.double() - truth).abs().max().item() / scale, "variants": []}
-        del ref
-        for presplit in (False, True):
-            for tile in TILES:
-                rec = {"presplit": presplit, "tile": tile}
-                try:
-                    out = gemm(a, b, presplit, tile)
-                    rec["err"] = (out.double() - truth).abs().max().item() / scale
-                    del out
-                    rec["ms"] = do_bench(lambda t=tile, p=presplit: gemm(a, b, p, t), warmup=25,
-                                         rep=200)
-                    rec["vs_cublas"] = cublas_ms / rec["ms"]
-                except Exception as exc:
-                    rec["error"] = f"{type(exc).__name__}: {exc}"[:300]
-                row["variants"].append(rec)
-                print(name, rec, flush=True)
-        if True:  # the split alone: what presplit pays before its GEMM
-            row["split_ms"] = do_bench(lambda: (_split(a), _split(b)), warmup=10, rep=100)
-        rows.append(row)
-        del a, b, truth
+        rows.append(one_shape(name, m, n, k))
         torch.cuda.empty_cache()
         (args.out / "split.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [f"# fp32 GEMM by TF32 tensor-core products: split in the kernel or before it, on "

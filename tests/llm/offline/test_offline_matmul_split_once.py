@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 from kernelevolve.llm.offline import analyze
 from kernelevolve.llm.offline.matmul import SPLIT_ONCE_TILES

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from . import fxgraph
+from .conv import x_layout
 from .ir import FLOAT_DTYPES, Lowered, Node, Operand, const, count, ew, reduce
 from .lower import (
     GEMMS,
@@ -25,7 +26,6 @@ from .lower import (
     val_shape,
     view_chain,
 )
-from .conv import x_layout
 from .plan import Unsupported
 from .trace import Traced
 
