@@ -9,6 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# ast.parse one thread at a time (a CPython 3.11 race; see pyparse): before anything parses
+from kernelevolve import pyparse as _pyparse  # noqa: F401
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
