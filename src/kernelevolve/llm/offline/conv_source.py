@@ -55,24 +55,24 @@ _ROW = '''
     # stored each output channel's values apart: 0.1x of eager at KernelBench 54's 1 GB
     # output.) A row is (n, od, oh), its columns ow; or, with FLAT_HW (short rows of a
     # contiguous (oh, ow) plane, which a power-of-two run would mostly pad), a row is (n, od)
-    # and its columns the plane's q = oh * OW + ow.
+    # and its columns the plane's oh * OW + ow.
     offs_m = tl.arange(0, BLOCK_M)
     if FLAT_HW:
-        plane = OH * OW
-        tiles_w = tl.cdiv(plane, BLOCK_W)
-        row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
-        q = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
-        mask_m = (q < plane) & (row < ROWS)
-        oh = q // OW
-        ow = q % OW
+        row_len = OH * OW
+    else:
+        row_len = OW
+    tiles_w = tl.cdiv(row_len, BLOCK_W)
+    row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
+    col = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
+    mask_m = (col < row_len) & (row < ROWS)
+    if FLAT_HW:
+        oh = col // OW
+        ow = col % OW
         od = row % OD
         n = row // OD
-        o_row = n * s_on + od * s_od + q * s_ow
+        o_row = n * s_on + od * s_od + col * s_ow
     else:
-        tiles_w = tl.cdiv(OW, BLOCK_W)
-        row = (pid_m // tiles_w).to(tl.int64) * (BLOCK_M // BLOCK_W) + offs_m // BLOCK_W
-        ow = (pid_m % tiles_w) * BLOCK_W + offs_m % BLOCK_W
-        mask_m = (ow < OW) & (row < ROWS)
+        ow = col
         oh = row % OH
         t = row // OH
         od = t % OD

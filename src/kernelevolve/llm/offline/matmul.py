@@ -15,7 +15,7 @@ Triton's tf32x3 splits every loaded tile in registers at every k step, between s
 the tensor cores; instead a pass (``split_tf32``) writes each operand's TF32 high part and
 remainder, both rounded to nearest, into rows aligned to 16 elements, and the GEMM sums three
 plain ``"tf32"`` products of loaded tiles. Measured on an H200
-(``benchmarks/results/offline_variants_h200/matmul_split_once.md``): with the three products
+(``benchmarks/results/offline_variants_h200/matmul_split_once_bench.md``): with the three products
 chained into one accumulator it ran KernelBench 1, 2, 13, 16 and 17 at 1.65-1.76x of cuBLAS
 SGEMM through the judge (the split in the kernel: 1.17-1.43x), but its result drifted by
 1.7e-4 at K = 524288 with positive inputs, past the harness's tolerance (the small products,
