@@ -42,15 +42,22 @@ _SPLIT_CHECK = textwrap.dedent('''
     x = torch.randn(3, 7, 37) * torch.logspace(-20, 20, 37)
     x.view(-1)[:special.numel()] = special
     t = x.transpose(-1, -2)  # [3, 37, 7] with the last dim strided: the loads gather
-    hi, lo = ns["split_tf32"](t)
-    hi2, lo2 = ns["split_tf32"](t[0])  # 2-D
+    flag = torch.zeros(1, dtype=torch.int32)
+    hi, lo = ns["split_tf32"](t, flag)
+    plain = torch.zeros(1, dtype=torch.int32)
+    hi2, lo2 = ns["split_tf32"](t[2], plain)  # 2-D, with only finite values
+    large = torch.zeros(1, dtype=torch.int32)  # one NaN far into a 3-D operand's last program
+    ns["split_tf32"](torch.ones(2, 300, 70).index_put_((torch.tensor(1), torch.tensor(299),
+                                                        torch.tensor(69)),
+                                                       torch.tensor(float("nan"))), large)
     bits = hi.contiguous().view(torch.int32)
     print(json.dumps({
         "shape": list(hi.shape), "row_stride": hi.stride(-2),
         "low_bits": int((bits & 0x1FFF).abs().max()),
         "lo_low_bits": int((lo.contiguous().view(torch.int32) & 0x1FFF).abs().max()),
+        "flags": [int(flag), int(plain), int(large)],
         "two_d_same": all(torch.allclose(u, v, rtol=0, atol=0, equal_nan=True)
-                          for u, v in ((hi2, hi[0]), (lo2, lo[0]))),
+                          for u, v in ((hi2, hi[2]), (lo2, lo[2]))),
         "hi": hi.double().flatten().tolist(), "lo": lo.double().flatten().tolist(),
         "x": t.double().flatten().tolist()}))
 ''')
@@ -75,6 +82,7 @@ def test_the_split_is_the_nearest_tf32_value_and_its_rounded_remainder():
     assert r["shape"] == [3, 37, 7] and r["row_stride"] == 16  # rows padded to 16 elements
     assert r["low_bits"] == 0 and r["lo_low_bits"] == 0  # both parts are TF32 values
     assert r["two_d_same"]
+    assert r["flags"] == [1, 0, 1]  # set where an operand holds an infinity or NaN
     inf = float("inf")
     for x, hi, lo in zip(r["x"], r["hi"], r["lo"], strict=True):
         if x != x:  # NaN stays NaN, with no remainder
@@ -127,26 +135,67 @@ def get_init_inputs():
 def test_split_once_candidates_match_their_references_in_the_interpreter(tmp_path):
     (tmp_path / "long_k.py").write_text(LONG_K)
     (tmp_path / "batched.py").write_text(BATCHED)
+    (tmp_path / "chains.py").write_text(BATCHED.replace("batch = 3", "batch = 1").replace(
+        "k = 37", "k = 2100"))
     tiles = "TF32X3=2,BLOCK_M=32,BLOCK_N=32,BLOCK_K=16,num_stages=2"
     _interpreted([f"{PROBLEMS / '10_linear_bias_gelu.py'}@{tiles}",  # x @ W^T, bias, GELU
                   f"{tmp_path / 'batched.py'}@{tiles}",  # K = 37: masked, padded rows
                   f"{tmp_path / 'long_k.py'}@{tiles},SPLIT_K=4",  # split-K over split parts
-                  f"{tmp_path / 'long_k.py'}@{tiles},SPLIT_K=1"])
+                  # K = 32768 a program: 8 chains (the most) of 4096
+                  f"{tmp_path / 'long_k.py'}@{tiles},SPLIT_K=1",
+                  # K = 2100 in chains of 704, 704 and 692 (masked) k, each from zero
+                  f"{tmp_path / 'chains.py'}@{tiles},CHAIN_K=1024"])
 
 
-def test_split_once_is_searched_not_defaulted_and_fits_shared_memory(kernelbench):
+def test_split_once_is_the_default_where_it_measured_faster(kernelbench):
+    """On an H200 split once beat tf32x3 in the kernel on the level-1 GEMMs except K = 32 (9,
+    one k step) and K = 2949 (8): those keep tf32x3, as do 16-bit GEMMs (no split)."""
+    level1 = kernelbench / "level1"
+
+    def default(name: str) -> int | None:
+        return analyze(load_problem(level1 / name)).default_params().get("TF32X3")
+
+    assert default("1_Square_matrix_multiplication_.py") == 2
+    assert default("3_Batched_matrix_multiplication.py") == 2
+    assert default("6_Matmul_with_large_K_dimension_.py") == 2
+    assert default("8_Matmul_with_irregular_shapes_.py") == 1
+    assert default("9_Tall_skinny_matrix_multiplication_.py") == 1
+    assert analyze(load_problem(PROBLEMS / "11_matmul_bf16.py")).default_params().get(
+        "TF32X3") is None
+
+
+def test_split_once_fits_shared_memory_and_registers(kernelbench):
     square = analyze(load_problem(kernelbench / "level1" / "1_Square_matrix_multiplication_.py"))
     params = square.default_params()
-    assert params["TF32X3"] == 1 and 2 in square.space["TF32X3"]
+    assert params["TF32X3"] == 2 and {0, 1} <= set(square.space["TF32X3"])
     split = {**params, **SPLIT_ONCE_TILES}
     assert square.feasible(split) is None
     source = square.render(split)
-    assert "a, a_lo = split_tf32(a)" in source and 'input_precision="tf32")' in source
-    assert "acc_lo = tl.dot(a_lo, b, acc_lo" in source and "acc += tl.where(" in source
+    assert "a, a_lo = split_tf32(a, special)" in source
+    assert 'input_precision="tf32")' in source and "for c in tl.static_range(CHAINS):" in source
+    assert "if tl.load(special_ptr) == 0:" in source  # else the FMA path for inf / NaN
+    # chains of at most CHAIN_K, at least two from K = 4096 on, at most MAX_CHAINS
+    assert "chains = min(max(triton.cdiv(k_range, CHAIN_K), 1 + (k_range >= 4096)), 8)" in source
+    assert "CHAIN_K = 4096" in source
     # four tiles a k step, in every stage: 128 x 256 x 32 in three stages needs 288 KB
     why = square.feasible({**split, "BLOCK_N": 256, "num_stages": 3})
     assert why is not None and "shared memory" in why
     assert square.feasible({**split, "BLOCK_N": 256, "num_stages": 3, "TF32X3": 1}) is None
+    # two accumulators (the sum, a chain's): 128 x 128 needs 8 warps
+    why = square.feasible({**split, "num_warps": 4})
+    assert why is not None and "accumulators" in why
+
+
+def test_split_once_chains_are_capped_and_split_k_shortens_them(kernelbench):
+    """K = 524288 (KernelBench 6): one program's range would need 128 chains of 4096; with the
+    K split 32 ways each range is 4 chains."""
+    long_k = analyze(load_problem(kernelbench / "level1" / "6_Matmul_with_large_K_dimension_.py"))
+    params = {**long_k.default_params(), **SPLIT_ONCE_TILES}
+    why = long_k.feasible({**params, "SPLIT_K": 1})
+    assert why is not None and "split K further" in why
+    assert long_k.feasible({**params, "SPLIT_K": 16}) is None  # 8 chains of 4096
+    why = long_k.feasible({**params, "SPLIT_K": 16, "CHAIN_K": 2048})
+    assert why is not None and "CHAIN_K = 2048" in why
 
 
 _INF_CHECK = textwrap.dedent('''

@@ -163,6 +163,28 @@ def test_repair_gives_up_where_parameters_cannot_help(plans):
     assert repair(plan, smallest, "compile_error", "out of resources: shared memory") is None
 
 
+def test_a_wrong_result_makes_the_products_more_precise_first(plans):
+    """Split once (TF32X3 2) chains the tensor cores' truncating accumulation: on an H200 its
+    5e-5 error missed the tolerance on 2 of 8.4M values of KernelBench level 2's 95 (a bounded
+    epilogue, inputs x 100). A mismatch steps up the precision ladder 2 -> 1 (tf32x3) -> 0
+    (ieee), keeping the rest; past the top it goes back to the defaults, never to a less
+    precise default."""
+    plan = plans["matmul"]
+    split = {**plan.default_params(), "TF32X3": 2, "num_stages": 4}  # a mutated point
+    fixed, why = repair(plan, split, "mismatch", "output 0: 2 values outside atol")
+    assert fixed == {**split, "TF32X3": 1}
+    assert "TF32X3 2 -> 1" in why and "more precise" in why and why.startswith("mismatch")
+    fixed, _ = repair(plan, fixed, "mismatch", "output 0: 2 values outside atol")
+    assert fixed == {**split, "TF32X3": 0}
+    # the most precise already: the defaults' tiles, at that precision
+    back, why = repair(plan, fixed, "mismatch", "output 0: 2 values outside atol")
+    assert back == {**plan.default_params(), "TF32X3": 0} and "default" in why
+    assert repair(plan, back, "mismatch", "output 0: 2 values outside atol") is None
+    # other failures leave the precision to the defaults as before
+    fixed, _ = repair(plan, split, "timeout", "the evaluation timed out")
+    assert fixed == plan.default_params()
+
+
 def test_repair_falls_back_to_the_defaults(plans):
     plan = plans["conv"]
     params = {"BLOCK_SIZE": 8192, "num_warps": 16}

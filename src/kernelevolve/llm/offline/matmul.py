@@ -14,16 +14,17 @@ cores) or the same three products with the split done once, before the GEMM (2, 
 Triton's tf32x3 splits every loaded tile in registers at every k step, between shared memory and
 the tensor cores; instead a pass (``split_tf32``) writes each operand's TF32 high part and
 remainder, both rounded to nearest, into rows aligned to 16 elements, and the GEMM sums three
-plain ``"tf32"`` products of loaded tiles. Measured on an H200
-(``benchmarks/results/offline_variants_h200/matmul_split_once_bench.md``): with the three products
-chained into one accumulator it ran KernelBench 1, 2, 13, 16 and 17 at 1.65-1.76x of cuBLAS
-SGEMM through the judge (the split in the kernel: 1.17-1.43x), but its result drifted by
-1.7e-4 at K = 524288 with positive inputs, past the harness's tolerance (the small products,
-2^-11 of the large ones, lose their low bits added into the large sum);
-summed from zero and added each k step, as tf32x3 does, it was exact and 0.37-0.46x of cuBLAS
-(the add made each step wait for the tensor cores). The small products now have an accumulator
-of their own, added once after the loop: exact in the interpreter, not yet timed on a GPU, so
-split once is a point of the search space and not a default.
+plain ``"tf32"`` products of loaded tiles. The tensor cores' own accumulation cuts low bits
+instead of rounding, a drift that grows with the length of a chain of products summed on them
+(on an H200, with KernelBench's positive inputs: 3.3e-5 of the result at K = 4096, 1.1e-4 at
+16384, past the harness's 1e-4): so each program's K range is summed in at most ``MAX_CHAINS``
+chains of at most ``CHAIN_K``, each from zero, each added to the result in fp32; the chains
+are unrolled loops one after another, each pipelined on its own (nested in a loop, or added
+every k step as tf32x3 does, they made the tensor cores wait: 0.4-0.9x of the chained speed).
+An operand holding an infinity or NaN (its remainder 0, and inf * 0 = NaN) is multiplied on the
+FMA units instead, the split pass having flagged it (``special``). History and figures:
+``benchmarks/results/offline_variants_h200/matmul_split_once_bench.md`` and
+``matmul_split_chains.md``.
 The interpreter computes every precision exactly, so only a GPU run tells them apart. TF32
 tensor-core products read both tiles K-major, so on the GPU an operand laid out otherwise (b of
 ``x @ w``, a of ``x.T @ w``) is first copied K-major: one pass over it, far cheaper than the
@@ -60,10 +61,13 @@ SPACE = {"BLOCK_M": (16, 32, 64, 128, 256), "BLOCK_N": (16, 32, 64, 128, 256),
          "BLOCK_K": (16, 32, 64, 128), "GROUP_M": (1, 4, 8, 16), "num_warps": (2, 4, 8),
          "num_stages": (1, 2, 3, 4, 5)}
 DEFAULTS_FP32 = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8,
-                 "num_stages": 3, "TF32X3": 1}
-# 1: tf32x3 tensor-core products, 0: ieee FMA, 2: tf32x3 with the operands split once (not a
-# default until its two-accumulator form is timed; see the module's docstring)
-SPACE_FP32 = {**SPACE, "TF32X3": (1, 0, 2)}
+                 "num_stages": 3, "TF32X3": 1, "CHAIN_K": 4096}
+# 1: tf32x3 tensor-core products, 0: ieee FMA, 2: tf32x3 with the operands split once (the
+# default where it measured faster: ``split_once_pays``)
+# CHAIN_K: split once's longest run of K summed on the tensor cores before an fp32 add (their
+# accumulation drifts with its length: 3.3e-5 of the result at 4096 on an H200, positive inputs)
+SPACE_FP32 = {**SPACE, "TF32X3": (1, 0, 2), "CHAIN_K": (1024, 2048, 4096)}
+MAX_CHAINS = 8  # the chains are unrolled loops: more would only lengthen compiling
 # Split once's tiles to try first: two 128 x 128 accumulators fit 8 warps' registers (128 x 256
 # would hold 256 per thread), and four tiles a k step in 3 stages fit shared memory. (The
 # chained form ran 4096^3 on an H200 in 1.58 ms at 128 x 128 x 32 with 3 stages, 1.46 at
@@ -103,8 +107,9 @@ def round_tf32(x):
 
 @triton.jit
 def split_tf32_kernel(
-    # Pointers: x [B, R, K] (any strides); hi and lo [B, R, KP] (rows padded to 16 elements)
-    x_ptr, hi_ptr, lo_ptr,
+    # Pointers: x [B, R, K] (any strides); hi and lo [B, R, KP] (rows padded to 16 elements);
+    # special [1] int32, set to 1 where x holds an infinity or NaN
+    x_ptr, hi_ptr, lo_ptr, special_ptr,
     # Sizes and strides
     R, K, KP, s_xb, s_xr, s_xk,
     # Meta-parameters
@@ -121,13 +126,16 @@ def split_tf32_kernel(
     hi = round_tf32(x)
     special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
     lo = tl.where(special, 0.0, round_tf32(x - hi))
+    if tl.max(special.to(tl.int32)) > 0:
+        tl.store(special_ptr, 1)
     out = (b * R + rows[:, None].to(tl.int64)) * KP + cols[None, :]
     tl.store(hi_ptr + out, hi, mask=mask)
     tl.store(lo_ptr + out, lo, mask=mask)'''
 
-_SPLIT_LAUNCHER = '''def split_tf32(t):
+_SPLIT_LAUNCHER = '''def split_tf32(t, special):
     """``t`` [..., R, K] (2 or 3 dims, fp32, any strides) as its TF32 high part and remainder,
-    each in rows padded to a multiple of 16 elements (views of them)."""
+    each in rows padded to a multiple of 16 elements (views of them); ``special`` (int32 [1])
+    is set to 1 if ``t`` holds an infinity or NaN."""
     k = t.shape[-1]
     kp = (k + 15) // 16 * 16
     t3 = t if t.dim() == 3 else t.unsqueeze(0)
@@ -135,9 +143,20 @@ _SPLIT_LAUNCHER = '''def split_tf32(t):
     lo = torch.empty_like(hi)
     if t.numel():
         grid = (triton.cdiv(t3.shape[1], 32), triton.cdiv(k, 128), t3.shape[0])
-        split_tf32_kernel[grid](t3, hi, lo, t3.shape[1], k, kp, *t3.stride(), BLOCK_R=32,
+        split_tf32_kernel[grid](t3, hi, lo, special, t3.shape[1], k, kp, *t3.stride(), BLOCK_R=32,
                                 BLOCK_K=128, num_warps=4)
     return hi[..., :k], lo[..., :k]'''
+
+
+def split_once_pays(spec: GemmSpec) -> bool:
+    """Whether an fp32 GEMM defaults to split once (TF32X3 = 2) over tf32x3 in the kernel: on
+    an H200 it ran KernelBench's level-1 GEMMs 1.05-1.7x faster than tf32x3 (1.2-2.1x of
+    cuBLAS SGEMM, but 0.5x at K = 524288), except K = 2949 (8, 0.93x vs 1.07x: rows padded to
+    16 elements) and K = 32 (9, 0.97x vs 0.99x: one k step, nothing for the split pass to
+    repay); ``offline_variants_h200/matmul_split_chains.md``."""
+    m = math.prod(spec.a.shape[:-1]) if spec.a_flatten else spec.a.shape[-2]
+    k = spec.a.shape[-1]
+    return min(m, spec.b.shape[-1]) >= 256 and k >= 64 and k % 16 == 0
 
 
 def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
@@ -218,7 +237,16 @@ class MatmulTemplate:
         per_thread = params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"])
         if per_thread > 128:
             return f"a {per_thread}-register accumulator per thread (spills)"
+        if params.get("TF32X3") == 2 and per_thread > 64:
+            # split once holds two accumulators: the sum and a chain's
+            return f"two {per_thread}-register accumulators per thread (spills)"
         split = params.get("SPLIT_K", 1)
+        if params.get("TF32X3") == 2:
+            k_range = self.spec.a.shape[-1] // split
+            chain_k = params.get("CHAIN_K", DEFAULTS_FP32["CHAIN_K"])
+            if k_range > MAX_CHAINS * chain_k:
+                return (f"split once would sum K = {k_range} a program in chains longer than "
+                        f"CHAIN_K = {chain_k} (at most {MAX_CHAINS}): split K further")
         if split > 1:
             spec = self.gemm.spec
             m = math.prod(spec.a.shape[:-1]) if spec.a_flatten else spec.a.shape[-2]
@@ -236,7 +264,7 @@ class MatmulTemplate:
         others = [o for o in self.epilogue_ops]
         if self.bias_op is not None:
             others = [self.bias_op] + [o for o in others if o is not self.bias_op]
-        ptrs = (["a_ptr", "b_ptr"] + ([] if self.half else ["alo_ptr", "blo_ptr"])
+        ptrs = (["a_ptr", "b_ptr"] + ([] if self.half else ["alo_ptr", "blo_ptr", "special_ptr"])
                 + [f"{names[id(o)]}_ptr" for o in others] + ["out_ptr"])
         if not batched:
             ptrs.append("ws_ptr")
@@ -255,7 +283,9 @@ class MatmulTemplate:
         else:
             lines += ["    # fp32 products: 1 tf32x3; 2 tf32x3 of operands split once (alo, blo: the",
                       "    # remainders, a and b the TF32 high parts); 0 ieee",
-                      "    TF32X3: tl.constexpr,"]
+                      "    TF32X3: tl.constexpr,",
+                      "    # split once: K in CHAINS ranges, each summed on the tensor cores from zero",
+                      "    CHAINS: tl.constexpr,"]
         if not batched:
             lines += ["    # split-K: 0 one pass; 1 each program's K range into ws [SPLIT_K, M, N];",
                       "    # 2 the sum over ws, then the epilogue",
@@ -281,8 +311,6 @@ class MatmulTemplate:
         ind = "    " if batched else "        "  # the K loop sits under `else:` with split-K
         if not batched:
             lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
-            if not self.half:
-                lines.append("    acc_lo = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
             lines += ["    ws_tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]",
                       "    ws_split = tl.cast(M, tl.int64) * N  # int64: SPLIT_K * M * N can pass 2**31",
                       "    if PHASE == 2:",
@@ -298,8 +326,6 @@ class MatmulTemplate:
                       "            k_hi = tl.minimum(K, k_lo + k_per)"]
         else:
             lines += ["    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
-            if not self.half:
-                lines.append("    acc_lo = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
         start = "k_lo" if not batched else "0"
         lines += [f"{ind}a_offs = offs_m[:, None].to(tl.int64) * stride_am + "
                   f"({start} + offs_k[None, :]) * stride_ak",
@@ -310,50 +336,73 @@ class MatmulTemplate:
         if not self.half:
             lines += [f"{ind}alo_ptrs = {a0.replace('a_ptr', 'alo_ptr')} + a_offs",
                       f"{ind}blo_ptrs = {b0.replace('b_ptr', 'blo_ptr')} + b_offs"]
-        lines += [
-                  f"{ind}for k in range({start}, {'k_hi' if not batched else 'K'}, BLOCK_K):",
-                  f"{ind}    k_mask = offs_k < {'k_hi' if not batched else 'K'} - k",
-                  f"{ind}    a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
-                  "other=0.0)",
-                  f"{ind}    b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
-                  "other=0.0)"]
+        end = "k_hi" if not batched else "K"
+
+        def k_step(var: str, load_lo: bool) -> list[str]:
+            # one k step's tile loads, masked past the end of K
+            step = [f"k_mask = offs_k < {end} - {var}",
+                    "a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)",
+                    "b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], other=0.0)"]
+            if load_lo:
+                step += ["a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
+                         "other=0.0)",
+                         "b_lo = tl.load(blo_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
+                         "other=0.0)"]
+            return step
+
+        advance = ["a_ptrs += BLOCK_K * stride_ak", "b_ptrs += BLOCK_K * stride_bk"]
+        lo_advance = ["alo_ptrs += BLOCK_K * stride_ak", "blo_ptrs += BLOCK_K * stride_bk"]
         if self.half:
-            body = ["if UPCAST:",
-                    "    # The interpreter multiplies 16-bit tiles as raw integers.",
-                    "    acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, "
-                    "input_precision=\"ieee\")",
-                    "else:", "    acc = tl.dot(a, b, acc)"]
+            body = k_step("k", False) + [
+                "if UPCAST:",
+                "    # The interpreter multiplies 16-bit tiles as raw integers.",
+                "    acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, "
+                "input_precision=\"ieee\")",
+                "else:", "    acc = tl.dot(a, b, acc)"] + advance
+            lines.append(f"{ind}for k in range({start}, {end}, BLOCK_K):")
+            lines += [f"{ind}    {line}" for line in body]
         else:
-            body = ["if TF32X3 == 2:",
-                    "    # split once: a and b hold TF32 high parts, alo and blo the remainders;",
-                    "    # three plain TF32 products of loaded tiles. The small ones go to their",
-                    "    # own accumulator, added once after the loop: chained into the large",
-                    "    # one their low bits were lost (1.7e-4 of the result at K = 524288 on",
-                    "    # an H200), and added to it each step (tf32x3's way) the add kept the",
-                    "    # tensor cores from running ahead (0.4x of the chained speed).",
-                    "    a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
-                    "other=0.0)",
-                    "    b_lo = tl.load(blo_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
-                    "other=0.0)",
-                    "    acc_lo = tl.dot(a_lo, b, acc_lo, input_precision=\"tf32\")",
-                    "    acc_lo = tl.dot(a, b_lo, acc_lo, input_precision=\"tf32\")",
-                    "    acc = tl.dot(a, b, acc, input_precision=\"tf32\")",
-                    "    alo_ptrs += BLOCK_K * stride_ak",
-                    "    blo_ptrs += BLOCK_K * stride_bk",
-                    "elif TF32X3:",
+            chain = k_step("k", True) + [
+                "part = tl.dot(a_lo, b, part, input_precision=\"tf32\")",
+                "part = tl.dot(a, b_lo, part, input_precision=\"tf32\")",
+                "part = tl.dot(a, b, part, input_precision=\"tf32\")"] + lo_advance + advance
+            special = k_step("k", True) + [
+                "acc = tl.dot(a + a_lo, b + b_lo, acc, input_precision=\"ieee\")"
+            ] + lo_advance + advance
+            split = [
+                "# split once: a and b hold TF32 high parts, alo and blo the remainders;",
+                "# three plain TF32 products of loaded tiles, chained on the tensor cores.",
+                "# Their accumulation cuts low bits instead of rounding, a drift that grows",
+                "# with the chain (3e-5 of the result at K = 4096, 1.1e-4 at 16384 on an",
+                "# H200, with positive inputs): so K is summed in CHAINS ranges from zero",
+                "# (launched at most CHAIN_K long), each added to acc in fp32. The ranges are",
+                "# unrolled loops one after another, each pipelined (nested in a loop, or",
+                "# added to acc every step, the tensor cores waited: 0.5-0.9x).",
+                "if tl.load(special_ptr) == 0:",
+                f"    k_len = tl.cdiv(tl.cdiv({end} - {start}, BLOCK_K), CHAINS) * BLOCK_K",
+                "    for c in tl.static_range(CHAINS):",
+                f"        c_hi = tl.minimum({end}, {start} + (c + 1) * k_len)",
+                "        part = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+                f"        for k in range({start} + c * k_len, c_hi, BLOCK_K):"]
+            split += [f"            {line.replace(f'< {end} - k', '< c_hi - k')}" for line in chain]
+            split += ["        acc += part",
+                      "else:",
+                      "    # an infinity or NaN in an operand: its remainder is 0, and inf * 0",
+                      "    # is NaN where the reference has an infinity; the parts' sums (the",
+                      "    # value to 2^-22) multiplied on the FMA units instead",
+                      f"    for k in range({start}, {end}, BLOCK_K):"]
+            split += [f"        {line}" for line in special]
+            other = [f"for k in range({start}, {end}, BLOCK_K):"] + [
+                f"    {line}" for line in k_step("k", False) + [
+                    "if TF32X3:",
                     "    # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi):",
                     "    # fp32-level error; plain TF32 would miss the tolerance.",
                     "    acc = tl.dot(a, b, acc, input_precision=\"tf32x3\")",
                     "else:",
-                    "    acc = tl.dot(a, b, acc, input_precision=\"ieee\")"]
-        body += ["a_ptrs += BLOCK_K * stride_ak", "b_ptrs += BLOCK_K * stride_bk"]
-        lines += [f"{ind}    {line}" for line in body]
-        if not self.half:
-            lines += [f"{ind}if TF32X3 == 2:",
-                      f"{ind}    # the small products' sum; a non-finite one only comes from an",
-                      f"{ind}    # infinite high part times a remainder (inf * 0 = NaN, or an",
-                      f"{ind}    # infinity against the large sum's), which that sum already holds",
-                      f"{ind}    acc += tl.where(tl.abs(acc_lo) <= 3.4028234663852886e38, acc_lo, 0.0)"]
+                    "    acc = tl.dot(a, b, acc, input_precision=\"ieee\")"] + advance]
+            body = (["if TF32X3 == 2:"] + [f"    {line}" for line in split] + ["else:"]
+                    + [f"    {line}" for line in other])
+            lines += [f"{ind}{line}" for line in body]
         lines.append("    mask = mask_m[:, None] & mask_n[None, :]")
         if not batched:
             lines += ["    if PHASE == 1:",
@@ -447,12 +496,15 @@ class MatmulTemplate:
                   "    M, K = a.shape[-2], a.shape[-1]", "    N = b.shape[-1]"]
         if tensor_cores and not self.half:
             lines += ["    a_lo, b_lo = a, b  # the remainders, where the operands are split once",
+                      "    special = a  # set where a split operand holds an infinity or NaN",
                       "    if TF32X3 == 2:",
+                      "        special = torch.zeros(1, dtype=torch.int32, device=a.device)",
                       "        # split once (on every device, so the interpreter checks the",
                       "        # addressing the GPU runs): a and b become their TF32 high parts,",
                       "        # K-major in rows aligned to 16 elements, beside their remainders",
-                      "        a, a_lo = split_tf32(a)",
-                      "        b, b_lo = (t.transpose(-1, -2) for t in split_tf32(b.transpose(-1, -2)))",
+                      "        a, a_lo = split_tf32(a, special)",
+                      "        b, b_lo = (t.transpose(-1, -2)",
+                      "                   for t in split_tf32(b.transpose(-1, -2), special))",
                       "    elif TF32X3 and a.device.type == \"cuda\":",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
                       "        # b column-major) from rows aligned to 16 elements; an operand",
@@ -506,7 +558,7 @@ class MatmulTemplate:
         if batched:
             strides += ["a.stride(0)", "b.stride(0)", "out.stride(0)"] + [
                 f"{names[id(o)]}.stride(0)" for o in tiles]
-        ptrs = (['a', 'b'] + ([] if self.half else ['a_lo', 'b_lo'])
+        ptrs = (['a', 'b'] + ([] if self.half else ['a_lo', 'b_lo', 'special'])
                 + [names[id(o)] for o in others] + ['out'])
 
         def launch(grid_expr: str, ws: str | None, phase: int, split: str) -> list[str]:
@@ -520,11 +572,21 @@ class MatmulTemplate:
             if self.half:
                 call.append("        UPCAST=a.device.type == \"cpu\",")
             else:
-                call.append("        TF32X3=TF32X3,")
+                call.append("        TF32X3=TF32X3, CHAINS=chains,")
             if ws:
                 call.append(f"        PHASE={phase}, SPLIT_K={split},")
             return call + ["        num_warps=NUM_WARPS, num_stages=NUM_STAGES,", "    )"]
 
+        if not self.half:
+            k_range = ("K" if batched else "K if SPLIT_K == 1 else "
+                       "triton.cdiv(triton.cdiv(K, BLOCK_K), SPLIT_K) * BLOCK_K")
+            lines += ["    # split once: each program's K range in chains of at most CHAIN_K (unrolled,",
+                      f"    # so no more than {MAX_CHAINS}: beyond that they grow longer); from",
+                      "    # 4096 on at least two (on an H200 4096^3 ran in 1.30 ms as two, 1.44 as",
+                      "    # one, and K = 8192 in 1.31 as two, 3.3 as four)",
+                      f"    k_range = {k_range}",
+                      "    chains = min(max(triton.cdiv(k_range, CHAIN_K), 1 + (k_range >= 4096)), "
+                      f"{MAX_CHAINS}) if TF32X3 == 2 else 1"]
         if batched:
             lines += launch("grid", None, 0, "1")
         else:
@@ -547,6 +609,7 @@ class MatmulTemplate:
                   "NUM_WARPS": params["num_warps"], "NUM_STAGES": params["num_stages"]}
         if not self.half:
             consts["TF32X3"] = params["TF32X3"]
+            consts["CHAIN_K"] = params.get("CHAIN_K", DEFAULTS_FP32["CHAIN_K"])
         if not self.spec.batched:
             consts["SPLIT_K"] = params["SPLIT_K"]
         return module_source(self.problem, self.description, consts,
@@ -572,6 +635,8 @@ class MatmulTemplate:
         half = spec.a.dtype in (torch.float16, torch.bfloat16)
         defaults = dict(DEFAULTS_16 if half else DEFAULTS_FP32)
         space = dict(SPACE) if half else dict(SPACE_FP32)
+        if not half and split_once_pays(spec):
+            defaults["TF32X3"] = 2
         if not spec.batched:
             space["SPLIT_K"] = SPLIT_KS
             defaults["SPLIT_K"] = split_k(spec, defaults)

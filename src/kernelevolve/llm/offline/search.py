@@ -12,6 +12,10 @@ from .plan import KernelPlan
 
 DIAGNOSES = ("memory-bound", "compute-bound", "occupancy-bound", "launch-bound")
 _ALIASES = {"latency-bound": "occupancy-bound", "occupancy/latency-bound": "occupancy-bound"}
+# Products' precision, least to most precise: ``TF32X3`` 2 (split once: the tensor cores'
+# accumulation chained over up to CHAIN_K of K), 1 (tf32x3, the split each k step), 0 (ieee FMA).
+# A result that missed the tolerance moves one step up before anything else changes.
+_PRECISION = {"TF32X3": (2, 1, 0)}
 _RESOURCE_WORDS = ("out of resources", "outofresources", "shared memory", "smem",
                    "too many resources", "register", "spill", "local memory", "tile footprint")
 
@@ -167,6 +171,19 @@ def repair(plan: KernelPlan, params: Mapping[str, int], status: str, message: st
             return None
         return new, f"{status} (out of on-chip resources): {_describe(current, new)}: {why}"
     defaults = plan.default_params()
+    if status == "mismatch":
+        for key, ladder in _PRECISION.items():
+            if key not in plan.space or current.get(key) not in ladder:
+                continue
+            above = [v for v in ladder[ladder.index(current[key]) + 1:] if v in plan.space[key]]
+            if above:
+                new = {**current, key: above[0]}
+                if plan.feasible(new) is None:
+                    return new, (f"mismatch: the results missed the tolerance; "
+                                 f"{_describe(current, new)}: more precise products")
+            # never back to a less precise default after a wrong result
+            defaults = {**defaults, key: max(defaults[key], current[key],
+                                             key=ladder.index)}
     if current != defaults:
         reason = {"timeout": "the evaluation timed out",
                   "mismatch": "the results were wrong at these parameters"}.get(
