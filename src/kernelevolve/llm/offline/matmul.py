@@ -338,9 +338,9 @@ class MatmulTemplate:
                       f"{ind}blo_ptrs = {b0.replace('b_ptr', 'blo_ptr')} + b_offs"]
         end = "k_hi" if not batched else "K"
 
-        def k_step(var: str, load_lo: bool) -> list[str]:
+        def k_step(load_lo: bool) -> list[str]:
             # one k step's tile loads, masked past the end of K
-            step = [f"k_mask = offs_k < {end} - {var}",
+            step = [f"k_mask = offs_k < {end} - k",
                     "a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)",
                     "b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], other=0.0)"]
             if load_lo:
@@ -353,7 +353,7 @@ class MatmulTemplate:
         advance = ["a_ptrs += BLOCK_K * stride_ak", "b_ptrs += BLOCK_K * stride_bk"]
         lo_advance = ["alo_ptrs += BLOCK_K * stride_ak", "blo_ptrs += BLOCK_K * stride_bk"]
         if self.half:
-            body = k_step("k", False) + [
+            body = k_step(False) + [
                 "if UPCAST:",
                 "    # The interpreter multiplies 16-bit tiles as raw integers.",
                 "    acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, "
@@ -362,11 +362,11 @@ class MatmulTemplate:
             lines.append(f"{ind}for k in range({start}, {end}, BLOCK_K):")
             lines += [f"{ind}    {line}" for line in body]
         else:
-            chain = k_step("k", True) + [
+            chain = k_step(True) + [
                 "part = tl.dot(a_lo, b, part, input_precision=\"tf32\")",
                 "part = tl.dot(a, b_lo, part, input_precision=\"tf32\")",
                 "part = tl.dot(a, b, part, input_precision=\"tf32\")"] + lo_advance + advance
-            special = k_step("k", True) + [
+            special = k_step(True) + [
                 "acc = tl.dot(a + a_lo, b + b_lo, acc, input_precision=\"ieee\")"
             ] + lo_advance + advance
             split = [
@@ -393,7 +393,7 @@ class MatmulTemplate:
                       f"    for k in range({start}, {end}, BLOCK_K):"]
             split += [f"        {line}" for line in special]
             other = [f"for k in range({start}, {end}, BLOCK_K):"] + [
-                f"    {line}" for line in k_step("k", False) + [
+                f"    {line}" for line in k_step(False) + [
                     "if TF32X3:",
                     "    # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi):",
                     "    # fp32-level error; plain TF32 would miss the tolerance.",
