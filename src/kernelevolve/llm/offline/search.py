@@ -152,8 +152,10 @@ def _halvings_needed(text: str) -> int:
 def repair(plan: KernelPlan, params: Mapping[str, int], status: str, message: str
            ) -> tuple[dict[str, int], str] | None:
     """A safer configuration after an evaluation failed with ``status`` and ``message``, and
-    why; None when changing parameters cannot help (a cheat, a misaligned access, or a failure
-    already at the default configuration)."""
+    why: smaller tiles or fewer stages when on-chip resources ran out; more precise products
+    after a wrong result (``_PRECISION``), even at the default configuration; else the
+    defaults. None when changing parameters cannot help (a cheat, a misaligned access, or a
+    failure already at the default configuration with nothing more precise to try)."""
     current = plan.validate(params)
     status = str(status)
     text = message.lower()
