@@ -1,0 +1,123 @@
+"""What ptxas says of an offline kernel, without a GPU: registers, spills and its performance
+warnings for sm_90, at the launches the kernel's own launcher makes at a problem's sizes.
+
+The launcher runs on CPU tensors with every kernel replaced by a recorder (nothing executes);
+the recorded launches become Triton signatures (the judge's ``gpu_compile.launch_specs``);
+``triton.compile`` builds each for the target, and Triton's bundled ``ptxas -v`` reports on the
+PTX. Useful before a device call: a variant that spills or serializes its tensor-core
+instructions shows it here.
+
+    python benchmarks/ptxas_report.py ../shared/kernelbench/level1/2_Standard_matrix_multiplication_.py \\
+        --points '[{"TF32X3": 2, "CHAIN_K": 4096}, {"TF32X3": 2, "CHAIN_K": 2048}]' \\
+        --shapes '[[256, 8192], [8192, 256]]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def record_launches(source: str, inputs: list[torch.Tensor]
+                    ) -> tuple[Any, list[tuple[Any, tuple, dict]]]:
+    """``source`` imported as a module, and the (kernel, args, kwargs) of every launch its model
+    makes on ``inputs``, its kernels replaced by recorders meanwhile."""
+    from triton.runtime.jit import JITFunction
+
+    path = Path(tempfile.mkdtemp(prefix="kev_ptxas_")) / "cand.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("kev_ptxas_cand", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    log: list[tuple[Any, tuple, dict]] = []
+
+    class Recorder:
+        def __init__(self, kernel: JITFunction) -> None:
+            self.fn = kernel.fn  # what launch_specs reads: the Python function
+
+        def __getitem__(self, grid: Any) -> Any:
+            return lambda *args, **kwargs: log.append((self, args, kwargs))
+
+    kernels = {n: v for n, v in vars(module).items() if isinstance(v, JITFunction)}
+    for name, kernel in kernels.items():
+        setattr(module, name, Recorder(kernel))
+    try:
+        module.ModelNew()(*inputs)
+    finally:  # the kernels back, for compiling (a kernel's globals name the others)
+        for name, kernel in kernels.items():
+            setattr(module, name, kernel)
+    return module, log
+
+
+def ptxas_info(module: Any, spec: dict[str, Any], arch: int) -> dict[str, Any]:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernelevolve.tools.harness.gpu_compile import _decode
+
+    kernel = getattr(module, spec["kernel"])
+    constexprs = {k: _decode(v) for k, v in spec["constexprs"].items()}
+    compiled = triton.compile(ASTSource(kernel, spec["signature"], constexprs),
+                              target=GPUTarget("cuda", arch, 32), options=spec["options"])
+    ptx = Path(tempfile.mkdtemp(prefix="kev_ptx_")) / "k.ptx"
+    ptx.write_text(compiled.asm["ptx"])
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    done = subprocess.run([str(ptxas), "-v", "--gpu-name", f"sm_{arch}a", str(ptx), "-o",
+                           os.devnull], capture_output=True, text=True)
+    lines = [ln.strip() for ln in done.stderr.splitlines()
+             if "registers" in ln or "spill" in ln or "Performance" in ln]
+    return {"kernel": spec["kernel"], "shared_bytes": compiled.metadata.shared,
+            "constexprs": {k: v for k, v in constexprs.items() if k.isupper()},
+            "ptxas": lines}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("problem", type=Path)
+    ap.add_argument("--points", type=json.loads, default=[{}],
+                    help="a JSON list of parameter points, each over the plan's default")
+    ap.add_argument("--shapes", type=json.loads, required=True,
+                    help="the inputs' shapes, as JSON (fp32 tensors on the CPU)")
+    ap.add_argument("--arch", type=int, default=90)
+    args = ap.parse_args()
+    os.environ.pop("TRITON_INTERPRET", None)
+    from kernelevolve.llm.offline import analyze
+    from kernelevolve.problem import load_problem
+    from kernelevolve.tools.harness.gpu_compile import launch_specs
+
+    plan = analyze(load_problem(args.problem))
+    inputs = [torch.rand(*shape) for shape in args.shapes]
+    import triton
+
+    print(f"# ptxas on sm_{args.arch}: {args.problem.name} at {args.shapes}\n")
+    print(f"`python benchmarks/ptxas_report.py {' '.join(sys.argv[1:])}`; compiled by this "
+          f"machine's Triton {triton.__version__} (torch {torch.__version__}), no GPU: a "
+          f"device's own Triton may allocate differently.\n")
+    for point in args.points:
+        params = {**plan.default_params(), **point}
+        module, launches = record_launches(plan.render(params), inputs)
+        specs, skipped = launch_specs(launches)
+        print(f"## {json.dumps(point)}\n")
+        for spec in specs:
+            info = ptxas_info(module, spec, args.arch)
+            print(f"- `{info['kernel']}` {info['constexprs']}, {info['shared_bytes']} B shared")
+            for line in info["ptxas"]:
+                print(f"  - {line}")
+        for s in skipped:
+            print(f"- skipped: {s}")
+        print()
+
+
+if __name__ == "__main__":
+    main()
