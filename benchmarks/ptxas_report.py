@@ -61,15 +61,10 @@ def record_launches(source: str, inputs: list[torch.Tensor]
 
 def ptxas_info(module: Any, spec: dict[str, Any], arch: int) -> dict[str, Any]:
     import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
-    from kernelevolve.tools.harness.gpu_compile import _decode
+    from kernelevolve.tools.harness.gpu_compile import compile_spec
 
-    kernel = getattr(module, spec["kernel"])
-    constexprs = {k: _decode(v) for k, v in spec["constexprs"].items()}
-    compiled = triton.compile(ASTSource(kernel, spec["signature"], constexprs),
-                              target=GPUTarget("cuda", arch, 32), options=spec["options"])
+    compiled = compile_spec(getattr(module, spec["kernel"]), spec, arch)
     ptx = Path(tempfile.mkdtemp(prefix="kev_ptx_")) / "k.ptx"
     ptx.write_text(compiled.asm["ptx"])
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
@@ -78,7 +73,7 @@ def ptxas_info(module: Any, spec: dict[str, Any], arch: int) -> dict[str, Any]:
     lines = [ln.strip() for ln in done.stderr.splitlines()
              if "registers" in ln or "spill" in ln or "Performance" in ln]
     return {"kernel": spec["kernel"], "shared_bytes": compiled.metadata.shared,
-            "constexprs": {k: v for k, v in constexprs.items() if k.isupper()},
+            "constexprs": {k: v for k, v in spec["constexprs"].items() if k.isupper()},
             "ptxas": lines}
 
 

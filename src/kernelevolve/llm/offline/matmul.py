@@ -159,6 +159,15 @@ def split_once_pays(spec: GemmSpec) -> bool:
     return min(m, spec.b.shape[-1]) >= 256 and k >= 64 and k % 16 == 0
 
 
+def program_k(k: int, split: int, block_k: int) -> int:
+    """The length of K one program sums with K split ``split`` ways (the kernel's ``k_per``;
+    the launcher counts split once's chains from it)."""
+    if split == 1:
+        return k
+    steps = -(-k // block_k)  # k steps, rounded up
+    return -(-steps // split) * block_k
+
+
 def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
     """The split of K the template starts from: 1, unless the output has too few tiles to give
     every SM a program and K is long enough to share out (KernelBench's 256x256 by K=524288)."""
@@ -237,12 +246,12 @@ class MatmulTemplate:
         per_thread = params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"])
         if per_thread > 128:
             return f"a {per_thread}-register accumulator per thread (spills)"
-        if params.get("TF32X3") == 2 and per_thread > 64:
-            # split once holds two accumulators: the sum and a chain's
-            return f"two {per_thread}-register accumulators per thread (spills)"
         split = params.get("SPLIT_K", 1)
         if params.get("TF32X3") == 2:
-            k_range = self.spec.a.shape[-1] // split
+            if per_thread > 64:
+                # split once holds two accumulators: the sum and a chain's
+                return f"two {per_thread}-register accumulators per thread (spills)"
+            k_range = program_k(self.spec.a.shape[-1], split, params["BLOCK_K"])
             chain_k = params.get("CHAIN_K", DEFAULTS_FP32["CHAIN_K"])
             if k_range > MAX_CHAINS * chain_k:
                 return (f"split once would sum K = {k_range} a program in chains longer than "
@@ -338,9 +347,9 @@ class MatmulTemplate:
                       f"{ind}blo_ptrs = {b0.replace('b_ptr', 'blo_ptr')} + b_offs"]
         end = "k_hi" if not batched else "K"
 
-        def k_step(load_lo: bool) -> list[str]:
-            # one k step's tile loads, masked past the end of K
-            step = [f"k_mask = offs_k < {end} - k",
+        def k_step(load_lo: bool, bound: str = end) -> list[str]:
+            # one k step's tile loads, masked past ``bound`` (K's end, or a chain's)
+            step = [f"k_mask = offs_k < {bound} - k",
                     "a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)",
                     "b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], other=0.0)"]
             if load_lo:
@@ -362,7 +371,7 @@ class MatmulTemplate:
             lines.append(f"{ind}for k in range({start}, {end}, BLOCK_K):")
             lines += [f"{ind}    {line}" for line in body]
         else:
-            chain = k_step(True) + [
+            chain = k_step(True, "c_hi") + [
                 "part = tl.dot(a_lo, b, part, input_precision=\"tf32\")",
                 "part = tl.dot(a, b_lo, part, input_precision=\"tf32\")",
                 "part = tl.dot(a, b, part, input_precision=\"tf32\")"] + lo_advance + advance
@@ -384,7 +393,7 @@ class MatmulTemplate:
                 f"        c_hi = tl.minimum({end}, {start} + (c + 1) * k_len)",
                 "        part = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
                 f"        for k in range({start} + c * k_len, c_hi, BLOCK_K):"]
-            split += [f"            {line.replace(f'< {end} - k', '< c_hi - k')}" for line in chain]
+            split += [f"            {line}" for line in chain]
             split += ["        acc += part",
                       "else:",
                       "    # an infinity or NaN in an operand: its remainder is 0, and inf * 0",

@@ -114,10 +114,19 @@ def compile_specs(path: Path, specs: list[dict[str, Any]], arch: int, timeout_s:
     return [line for line in proc.stdout.splitlines() if line.strip()]
 
 
-def _compile_all(path: Path, specs: list[dict[str, Any]], arch: int) -> list[str]:
+def compile_spec(kernel: Any, spec: dict[str, Any], arch: int) -> Any:
+    """``kernel`` (a JITFunction) compiled for sm_<arch> at one of :func:`launch_specs`'s specs;
+    Triton's compiled kernel (its ``asm`` holds the PTX)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    constexprs = {k: _decode(v) for k, v in spec["constexprs"].items()}
+    return triton.compile(ASTSource(kernel, spec["signature"], constexprs),
+                          target=GPUTarget("cuda", arch, 32), options=spec["options"])
+
+
+def _compile_all(path: Path, specs: list[dict[str, Any]], arch: int) -> list[str]:
     from triton.runtime.jit import JITFunction
 
     spec = importlib.util.spec_from_file_location("kernelevolve_gpu_compile_candidate", path)
@@ -134,10 +143,8 @@ def _compile_all(path: Path, specs: list[dict[str, Any]], arch: int) -> list[str
             obj = getattr(obj, "fn", None)
         if not isinstance(obj, JITFunction):
             continue
-        constexprs = {k: _decode(v) for k, v in item["constexprs"].items()}
         try:
-            triton.compile(ASTSource(obj, item["signature"], constexprs),
-                           target=GPUTarget("cuda", arch, 32), options=item["options"])
+            compile_spec(obj, item, arch)
         except Exception as exc:  # the candidate's kernel does not compile: data
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
             detail = lines[-1] if lines else type(exc).__name__
