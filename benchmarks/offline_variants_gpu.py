@@ -142,9 +142,27 @@ def _to(values: list[Any], dtype: torch.dtype | None = None) -> list[Any]:
     return res
 
 
+def kernel_times(fn: Any, calls: int = 5) -> list[dict[str, Any]]:
+    """The CUDA kernels ``fn`` launches (after a warm call) and each one's mean time per call of
+    ``fn`` in microseconds, by torch.profiler: where a variant's time goes (a split pass, a
+    layout copy, the GEMM, a second pass)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    rows = [{"kernel": e.key[:90], "launches": e.count / calls,
+             "us": e.self_device_time_total / calls}
+            for e in prof.key_averages() if e.self_device_time_total > 0]
+    return sorted(rows, key=lambda r: -r["us"])
+
+
 def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
         default_only: bool = False, allow_ops: list[str] | None = None,
-        points: list[dict[str, int]] | None = None) -> dict[str, Any]:
+        points: list[dict[str, int]] | None = None, kernels: bool = False) -> dict[str, Any]:
     from triton.testing import do_bench
 
     from kernelevolve.llm.offline.analyze import analyze
@@ -178,6 +196,8 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
             truth = None
             model.float()
         row["eager_ms"] = do_bench(lambda: model(*inputs), warmup=50, rep=300)
+        if kernels:
+            row["eager_kernels"] = kernel_times(lambda: model(*inputs))
         if with_compile:
             try:
                 compiled = torch.compile(model)
@@ -201,6 +221,8 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
                 rec["max_abs"] = max((e.max_abs_error for e in errors), default=None)
                 rec["max_rel"] = max((e.max_rel_error for e in errors), default=None)
                 rec["ms"] = do_bench(lambda c=cand: c(*inputs), warmup=50, rep=300)
+                if kernels:
+                    rec["kernels"] = kernel_times(lambda c=cand: c(*inputs))
                 rec["vs_eager"] = row["eager_ms"] / rec["ms"]
                 rec["roofline"] = row["roofline_ms"] / rec["ms"]
                 if "compile_ms" in row:
@@ -241,6 +263,17 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"{v.get('roofline', float('nan')):.2f} | {'yes' if v['ok'] else 'no'} | "
                 f"{v.get('max_rel') if v.get('max_rel') is not None else (v.get('why') or '')}"
                 f" |")
+    timed = [r for r in rows if "eager_kernels" in r]
+    if timed:
+        lines += ["", "## Where the time goes (torch.profiler, mean us per call)", ""]
+    for r in timed:
+        lines += [f"- **{r['problem']}** eager: " + "; ".join(
+            f"`{k['kernel'][:60]}` x{k['launches']:g} {k['us']:.0f}" for k in r["eager_kernels"])]
+        for v in r["variants"]:
+            p = ", ".join(f"{k}={x}" for k, x in v["params"].items())
+            lines += [f"  - {p}: " + "; ".join(
+                f"`{k['kernel'][:60]}` x{k['launches']:g} {k['us']:.0f}"
+                for k in v.get("kernels", []))]
     return "\n".join(lines) + "\n"
 
 
@@ -256,6 +289,8 @@ def main() -> None:
                     help="library ops a kernel may call, as tune --allow-op (e.g. conv2d)")
     ap.add_argument("--points", type=json.loads, default=None,
                     help="a JSON list of parameter points to time over each default")
+    ap.add_argument("--kernels", action="store_true",
+                    help="each variant's (and eager's) CUDA kernels and their times, profiled")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -272,7 +307,7 @@ def main() -> None:
         t0 = time.monotonic()
         try:
             row = one(path, args.variants, args.compile, rng, args.default_only, args.allow_op,
-                      args.points)
+                      args.points, args.kernels)
         except Exception as exc:
             row = {"problem": path.stem, "unsupported": f"bench error {type(exc).__name__}: {exc}"}
         row["wall_s"] = time.monotonic() - t0

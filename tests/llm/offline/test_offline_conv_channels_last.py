@@ -76,7 +76,8 @@ def _launcher():
     ns = {"torch": torch, "triton": triton, **DEFAULTS, "NUM_WARPS": DEFAULTS["num_warps"],
           "BLOCK_H": 1, "BLOCK_W": 256}
     exec(compile(LAUNCHER, "<conv launcher>", "exec"), ns)
-    for name in ("conv_gemm_cl_kernel", "conv_gemm_kernel", "conv_table_kernel"):
+    for name in ("conv_gemm_cl_kernel", "conv_gemm_kernel", "conv_table_kernel",
+                 "channels_last_kernel", "split_dense_kernel"):
         ns[name] = _Recorder()
     return ns
 
@@ -90,12 +91,12 @@ def test_row_runs_and_flat_planes_are_chosen_where_they_apply():
     ns["conv_nd"](x, torch.zeros(6, 3, 3, 5), None, 1, 1, 1, 1, False, 0, channels_last=2)
     (_, args, meta), = ns["conv_gemm_cl_kernel"].launches
     assert meta["RUN_W"] and meta["BLOCK_K"] == 16 and not meta["FLAT_HW"]
-    assert args[16:18] == (15, 3)  # the run, and k steps: 3 rows of one 16-wide slice
+    assert args[19:21] == (15, 3)  # the run, and k steps: 3 rows of one 16-wide slice
     # channels_last=1: a tap's 3 channels a run, 15 taps
     ns["conv_gemm_cl_kernel"].launches.clear()
     ns["conv_nd"](x, torch.zeros(6, 3, 3, 5), None, 1, 1, 1, 1, False, 0, channels_last=1)
     (_, args, meta), = ns["conv_gemm_cl_kernel"].launches
-    assert not meta["RUN_W"] and args[16:18] == (3, 15)
+    assert not meta["RUN_W"] and args[19:21] == (3, 15)
     # dilation along w, or two groups: the row's taps are not adjacent in x, runs stay per tap
     for w, dil, groups in ((torch.zeros(6, 3, 3, 5), (1, 2), 1),
                            (torch.zeros(6, 3, 3, 5), 1, 2)):
@@ -108,7 +109,7 @@ def test_row_runs_and_flat_planes_are_chosen_where_they_apply():
     ns["conv_nd"](torch.zeros(2, 3, 9, 10), torch.zeros(4, 3, 3, 3), None, 1, 1, 1, 1, False, 0,
                   channels_last=2)
     (grid, args, meta), = ns["conv_gemm_cl_kernel"].launches
-    assert meta["FLAT_HW"] and meta["BLOCK_W"] == 64 and args[4] == 2  # rows: the 2 planes
+    assert meta["FLAT_HW"] and meta["BLOCK_W"] == 64 and args[7] == 2  # rows: the 2 planes
     assert grid[0] == 2 * 2  # 2 planes of 90 positions, 2 tiles of 64 each
     # the table path takes the same tiling
     ns["conv_nd"](torch.zeros(2, 3, 9, 10), torch.zeros(4, 3, 3, 3), None, 1, 1, 1, 1, False, 0,

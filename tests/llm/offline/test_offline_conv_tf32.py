@@ -2,9 +2,12 @@
 ieee products (tf32x3 by default, reading a K-major copy of the weight), and both are verified
 by the real harness on the cpu target; 16-bit and depthwise-only convolutions have no such
 parameter. The interpreter computes both precisions exactly: what is verified here is the
-weight copy and its addressing, which only TF32X3 = 1 takes."""
+weight copy and its addressing, which TF32X3 = 1 and 2 take, and split once's operands: their
+remainders read at the same offsets as the high parts, in both input layouts."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -41,20 +44,22 @@ def _conv(dtype: str, groups: str) -> str:
 def test_an_fp32_convolution_tunes_tf32x3(tmp_path):
     plan = analyze(_problem(tmp_path, "conv_chain", _CHAIN))
     assert plan.operator_class == "convolution"
-    assert plan.space["TF32X3"] == (1, 0) and plan.default_params()["TF32X3"] == 1
+    assert plan.space["TF32X3"] == (1, 0, 2) and plan.default_params()["TF32X3"] == 1
     source = plan.render(plan.default_params())
-    assert "TF32X3 = 1" in source
+    assert re.search(r"^TF32X3 = 1$", source, re.M)
     assert source.count("tf32x3=TF32X3") == 2  # each convolution of the chain
     assert 'input_precision="tf32x3"' in source and 'input_precision="ieee"' in source
-    assert "TF32X3 = 0" in plan.render({**plan.default_params(), "TF32X3": 0})
+    assert re.search(r"^TF32X3 = 0$", plan.render({**plan.default_params(), "TF32X3": 0}),
+                     re.M)
 
 
-@pytest.mark.parametrize("tf32x3", [1, 0])
-def test_both_precisions_are_verified(tmp_path, small_pool, tf32x3):
+@pytest.mark.parametrize(("tf32x3", "layout"), [(1, 0), (0, 0), (2, 0), (2, 1)],
+                         ids=["tf32x3", "ieee", "split-once-table", "split-once-channels-last"])
+def test_every_precision_is_verified(tmp_path, small_pool, tf32x3, layout):
     problem = _problem(tmp_path, "conv_chain", _CHAIN)
     plan = analyze(problem)
     source = plan.render({**plan.default_params(), "BLOCK_M": 32, "BLOCK_N": 16,
-                          "BLOCK_K": 16, "TF32X3": tf32x3})
+                          "BLOCK_K": 16, "TF32X3": tf32x3, "CHANNELS_LAST": layout})
     result = small_pool.evaluate(problem, source)
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
     assert any(c.name == "correct on other shapes" for c in result.checks)
@@ -69,4 +74,4 @@ def test_no_tf32x3_without_fp32_products(tmp_path, dtype, groups):
     assert plan.operator_class == "convolution"
     assert "TF32X3" not in plan.space and "TF32X3" not in plan.default_params()
     source = plan.render(plan.default_params())
-    assert "TF32X3 =" not in source and "tf32x3=TF32X3" not in source
+    assert re.search(r"^TF32X3 = ", source, re.M) is None and "tf32x3=TF32X3" not in source

@@ -118,8 +118,9 @@ POINTWISE_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps":
 # The depthwise kernel's tile of output rows x columns (see _direct_tile for its default)
 DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 512),
                 "num_warps": (2, 4, 8)}
-# fp32 products of the GEMMs: 1 tf32x3 tensor-core products, 0 ieee FMA
-TF32X3_SPACE = {"TF32X3": (1, 0)}
+# fp32 products of the GEMMs: 1 tf32x3 tensor-core products (each tile split in the kernel),
+# 2 the same of operands split once before the implicit GEMMs (tf32.py), 0 ieee FMA
+TF32X3_SPACE = {"TF32X3": (1, 0, 2)}
 # The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
 # 2 the same with k running along whole window rows (a row's taps along w, their channels
 # adjacent), 0 x as it is through the window table (k = channel, then tap)
@@ -334,7 +335,8 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
         space.update(SPACE)
         defaults.update(POINTWISE_DEFAULTS)
     if tf32x3:
-        space.update(TF32X3_SPACE)
+        # split once serves the implicit GEMMs (the pointwise GEMM splits in its kernel)
+        space["TF32X3"] = TF32X3_SPACE["TF32X3"] if implicit else (1, 0)
         defaults["TF32X3"] = 1
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)

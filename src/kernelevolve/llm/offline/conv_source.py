@@ -2,6 +2,8 @@
 so): the Triton kernels (the window table, the implicit GEMM, the pointwise GEMM and the direct
 depthwise kernel) and the launcher that picks one per convolution and phase."""
 
+from .tf32 import SPLIT_DENSE_KERNEL, SPLIT_DENSE_LAUNCHER
+
 _GATHER = '''
         # The window table gives each k its input offset (row 0) and its window offsets (rows
         # 1-3, for the padding masks of conv_window)
@@ -10,8 +12,7 @@ _GATHER = '''
         ok = conv_window(t_ptrs[None, :], mask_k[None, :], K, d0[:, None], h0[:, None],
                          w0[:, None], ID, IH, IW, ND)
         x_mask = mask_m[:, None] & mask_k[None, :] & ok
-        x_tile = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]), mask=x_mask,
-                         other=0.0).to(tl.float32)'''
+        x_offs = x_row[:, None] + x_col[None, :]'''
 
 _WINDOW = '''@triton.jit
 def conv_window(
@@ -95,12 +96,27 @@ _GROUP_TILE = '''
     offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_n = offs_n < C_OUT_G'''
 
-# Both implicit GEMMs' last step of k and their epilogue: the tile product, then the bias and
-# the store
+# Both implicit GEMMs' last step of k and their epilogue: the tiles' loads (x_offs, x_mask,
+# w_offs, w_mask) and product, then the bias and the store
 _DOT_STORE = '''
-        if TF32X3:
-            # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi): fp32-level
-            # error; plain TF32 would miss the 1e-4 fp32 tolerance.
+        x_tile = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0).to(tl.float32)
+        w_tile = tl.load(w_ptr + w_offs, mask=w_mask, other=0.0).to(tl.float32)
+        if TF32X3 == 2:
+            # split once: x and w hold TF32 high parts, xlo and wlo the remainders at the same
+            # offsets: three plain TF32 products of loaded tiles. An infinity or NaN in either
+            # (its remainder 0, and inf * 0 is NaN): the parts' sums on the FMA units.
+            x_lo = tl.load(xlo_ptr + x_offs, mask=x_mask, other=0.0)
+            w_lo = tl.load(wlo_ptr + w_offs, mask=w_mask, other=0.0)
+            if special == 0:
+                acc = tl.dot(x_lo, w_tile, acc, input_precision="tf32")
+                acc = tl.dot(x_tile, w_lo, acc, input_precision="tf32")
+                acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32")
+            else:
+                acc = tl.dot(x_tile + x_lo, w_tile + w_lo, acc, input_precision="ieee")
+        elif TF32X3:
+            # fp32 as three TF32 tensor-core products of each tile split in registers
+            # (hi*hi + hi*lo + lo*hi): fp32-level error; plain TF32 would miss the 1e-4 fp32
+            # tolerance.
             acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
         else:
             acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
@@ -111,7 +127,7 @@ _DOT_STORE = '''
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_m[:, None] & mask_n[None, :])'''
 
-KERNELS = _WINDOW + f'''
+KERNELS = SPLIT_DENSE_KERNEL + '\n\n\n' + _WINDOW + f'''
 
 
 @triton.jit
@@ -153,10 +169,13 @@ def conv_table_kernel(
 @triton.jit
 def conv_gemm_kernel(
     # Pointers
-    x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,{_HEAD}
+    x_ptr, w_ptr, b_ptr, tab_ptr, out_ptr,
+    # split once (TF32X3 of 2): the remainders of x and w (their high parts at x and w), and a
+    # flag set where either holds an infinity or NaN
+    xlo_ptr, wlo_ptr, special_ptr,{_HEAD}
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr,
-    # tf32x3 (else ieee) products; w is a dense [C_out, K] copy, K contiguous; rows are
-    # (n, od) planes (ROWS = N * OD)
+    # fp32 products: 1 tf32x3, 2 split once, 0 ieee; w is a dense [C_out, K] copy, K
+    # contiguous; rows are (n, od) planes (ROWS = N * OD)
     TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr, FLAT_HW: tl.constexpr,
 ):
     # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
@@ -169,18 +188,20 @@ def conv_gemm_kernel(
     else:
         w_base = (g * C_OUT_G + offs_n).to(tl.int64) * s_wo
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    special = 0
+    if TF32X3 == 2:
+        special = tl.load(special_ptr)
     for k0 in range(0, K, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         mask_k = offs_k < K{_GATHER}
         if W_KMAJOR:
             # k itself, not a table entry: the compiler sees K contiguous and lays the tile
             # K-major, as TF32 tensor-core products read it
-            w_ptrs = w_ptr + (w_base[None, :] + offs_k[:, None])
+            w_offs = w_base[None, :] + offs_k[:, None]
         else:
             w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)
-            w_ptrs = w_ptr + (w_base[None, :] + w_off[:, None])
-        w_tile = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :],
-                         other=0.0).to(tl.float32){_DOT_STORE}
+            w_offs = w_base[None, :] + w_off[:, None]
+        w_mask = mask_k[:, None] & mask_n[None, :]{_DOT_STORE}
 
 
 
@@ -189,6 +210,9 @@ def conv_gemm_cl_kernel(
     # Pointers: x channels-last [N, D, H, W, C] (the channel stride 1), w a dense [C_out, K]
     # copy in k = (tap, input channel) order
     x_ptr, w_ptr, b_ptr, out_ptr,
+    # split once (TF32X3 of 2): the remainders of x and w (their high parts at x and w), and a
+    # flag set where either holds an infinity or NaN
+    xlo_ptr, wlo_ptr, special_ptr,
     # Sizes: output rows N * OD * OH (N * OD with FLAT_HW); K = taps * C_IN_G; channels per
     # group; spatial extents; taps per dim (h, w); the run of k that lies contiguous in x (a
     # tap's C_IN_G channels, or with RUN_W a window row's NT_W taps of them); the k steps
@@ -199,7 +223,7 @@ def conv_gemm_cl_kernel(
     s_xn, s_xd, s_xh, s_xw, s_on, s_oc, s_od, s_oh, s_ow, s_b,
     # Per dim: input position of tap t of output o is o * st + off + t * dil
     st_d, st_h, st_w, off_d, off_h, off_w, dil_d, dil_h, dil_w,
-    # Meta-parameters: spatial dims; bias; tiles; fp32 products
+    # Meta-parameters: spatial dims; bias; tiles; fp32 products (1 tf32x3, 2 split once, 0 ieee)
     ND: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, TF32X3: tl.constexpr, FLAT_HW: tl.constexpr,
     # runs along whole window rows (one group, taps along w adjacent: dil_w 1)
@@ -217,6 +241,9 @@ def conv_gemm_cl_kernel(
     w_rows = (g * C_OUT_G + offs_n).to(tl.int64) * K
     slices = tl.cdiv(RUN, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    special = 0
+    if TF32X3 == 2:
+        special = tl.load(special_ptr)
     for step in range(0, K_STEPS):
         run = step // slices
         offs_c = (step % slices) * BLOCK_K + tl.arange(0, BLOCK_K)
@@ -241,10 +268,10 @@ def conv_gemm_cl_kernel(
             i_d = d0 + (rest // NT_H) * dil_d
             ok = ok & ((i_d >= 0) & (i_d < ID))[:, None]
             x_row += i_d * s_xd
-        x_tile = tl.load(x_ptr + (x_row[:, None] + offs_c[None, :]), mask=ok,
-                         other=0.0).to(tl.float32)
-        w_tile = tl.load(w_ptr + (w_rows[None, :] + (run * RUN + offs_c)[:, None]),
-                         mask=mask_c[:, None] & mask_n[None, :], other=0.0).to(tl.float32){_DOT_STORE}
+        x_offs = x_row[:, None] + offs_c[None, :]
+        x_mask = ok
+        w_offs = w_rows[None, :] + (run * RUN + offs_c)[:, None]
+        w_mask = mask_c[:, None] & mask_n[None, :]{_DOT_STORE}
 
 
 @triton.jit
@@ -363,7 +390,10 @@ def conv_direct_kernel(
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_r[:, None] & mask_w[None, :])'''
 
-LAUNCHER = '''def _per_dim(value, nd, fill, name):
+LAUNCHER = SPLIT_DENSE_LAUNCHER + '''
+
+
+def _per_dim(value, nd, fill, name):
     """A conv hyper-parameter as 3 ints (leading dims ``fill``): an int or one per dim."""
     if isinstance(value, str):
         raise ValueError(f"{name}={value!r}: string paddings are not supported")
@@ -398,9 +428,31 @@ def _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=False):
     return w.reshape(c_out, k_total).contiguous()
 
 
-def _channels_last(x5):
-    """x [N, C, D, H, W] with the channel fastest in memory (a view where it already is)."""
-    return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+class _GemmInput:
+    """The x one convolution's implicit GEMMs read (every phase of a transposed one), made
+    once: x as it is, or channels-last (``channels_last``: a copy, or x where it already is);
+    with split once (``split``) as its TF32 high part and remainder, beside ``special``, the
+    flag the split passes set where x or a weight holds an infinity or NaN."""
+
+    def __init__(self, x5, channels_last, split):
+        self.x5, self.channels_last, self.split = x5, channels_last, split
+        self.special = (torch.zeros(1, dtype=torch.int32, device=x5.device) if split
+                        else None)
+        self._made = None
+
+    def get(self):
+        """(x, x_lo): the high part and remainder with split once, else x twice."""
+        if self._made is None:
+            if self.channels_last and not self.x5.permute(0, 2, 3, 4, 1).is_contiguous():
+                self._made = channels_last_parts(self.x5, self.special, self.split)
+            else:  # x as it is, or already channels-last
+                self._made = (split_dense(self.x5, self.special) if self.split
+                              else (self.x5, self.x5))
+        return self._made
+
+    def weight(self, w):
+        """(w, w_lo) of a dense weight copy, as ``get``."""
+        return split_dense(w, self.special) if self.split else (w, w)
 
 
 def _tap_lines(taps, offsets, pad):
@@ -500,14 +552,14 @@ def _position_tiles(out):
 
 
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3, x_cl=None, run_w=False):
+                 pad, s_wi, nd, tf32x3, xs, run_w=False):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
-    GEMM for a 1x1 one, else an implicit GEMM: over ``x_cl()`` (x channels-last, made once per
-    convolution) where given, else over x as it is through the window table. ``tf32x3``: the
-    GEMMs' products as three TF32 ones (the implicit GEMM reading a K-major copy of the
-    weight). ``run_w``: the channels-last GEMM's k runs along whole window rows where they lie
-    contiguous in x (one group, adjacent taps along w)."""
+    GEMM for a 1x1 one, else an implicit GEMM over ``xs`` (a _GemmInput): channels-last, or
+    x as it is through the window table. ``tf32x3``: the GEMMs' fp32 products as three TF32
+    ones, split in the kernel (1) or once before it (2), the implicit GEMM reading a K-major
+    copy of the weight; 0 ieee. ``run_w``: the channels-last GEMM's k runs along whole window
+    rows where they lie contiguous in x (one group, adjacent taps along w)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -530,8 +582,10 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
             groups * triton.cdiv(c_out_g, block_n))
     if grid[0] >= 2 ** 31:
         raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
-    if x_cl is not None:
-        xc = x_cl()
+    # split once where x is split (fp32); otherwise, as in the pointwise GEMM, in the kernel
+    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
+    if xs.channels_last:
+        xc, xc_lo = xs.get()
         off, dil = _tap_lines(taps, offsets, pad)
         # a window row's taps along w lie next to each other where they are adjacent and the
         # channels between them are the group's own
@@ -540,28 +594,32 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         # a slice no wider than a run
         block_k = min(BLOCK_K, max(16, triton.next_power_of_2(run)))
         k_steps = k_total // run * triton.cdiv(run, block_k)
+        wk, wk_lo = xs.weight(_k_major(w5, taps, groups, transposed, c_out, k_total,
+                                       channels_last=True))
         conv_gemm_cl_kernel[grid](
-            xc, _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=True),
-            bias if has_bias else w5, out, rows, k_total, c_in_g, c_out_g, *xc.shape[2:],
+            xc, wk, bias if has_bias else w5, out, xc_lo, wk_lo,
+            xs.special if xs.split else xc, rows, k_total, c_in_g, c_out_g, *xc.shape[2:],
             *out.shape[2:], taps[1][2], taps[2][2], run, k_steps, xc.stride(0),
             *xc.stride()[2:], *out.stride(), bias.stride(0) if has_bias else 0, *st, *off, *dil,
             ND=nd, HAS_BIAS=has_bias, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
-            BLOCK_W=block_w, TF32X3=bool(tf32x3), FLAT_HW=flat_hw, RUN_W=run_w,
+            BLOCK_W=block_w, TF32X3=tf32x3, FLAT_HW=flat_hw, RUN_W=run_w,
             num_warps=NUM_WARPS)
         return
+    xt, xt_lo = xs.get()  # x as it is, or (split once) its parts in one block of memory
     table = torch.empty((5, max(1, k_total)), dtype=torch.int64, device=x5.device)
     if k_total:
         conv_table_kernel[(triton.cdiv(k_total, 256),)](
-            table, k_total, taps[0][2], taps[1][2], taps[2][2], *x5.stride()[1:], s_wi,
+            table, k_total, taps[0][2], taps[1][2], taps[2][2], *xt.stride()[1:], s_wi,
             *w5.stride()[2:], *(t[0] for t in taps), *(t[1] for t in taps),
             *(o[0] for o in offsets), *(o[1] for o in offsets), *(o[2] for o in offsets),
             BLOCK=256)
     # per group, w advances by its input (transposed) or output channels
     s_wo = w5.stride(1) if transposed else w5.stride(0)
     s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
-    args = (x5, w5, bias if has_bias else w5, table, out,
-            rows, k_total, c_in_g, c_out_g, c_out, *x5.shape[2:], *out.shape[2:],
-            *x5.stride(), s_wg, s_wo, *out.stride(),
+    args = (xt, w5, bias if has_bias else w5, table, out, xt_lo, w5,
+            xs.special if xs.split else xt,
+            rows, k_total, c_in_g, c_out_g, c_out, *xt.shape[2:], *out.shape[2:],
+            *xt.stride(), s_wg, s_wo, *out.stride(),
             bias.stride(0) if has_bias else 0, *st, *pad)
     meta = dict(ND=nd, HAS_BIAS=has_bias, TRANSPOSED=bool(transposed))
     # no wider than the channels and taps (a transposed phase may hold few taps)
@@ -570,16 +628,18 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     # interpreter verifies the addressing the GPU runs
     w_kmajor = bool(tf32x3) and k_total > 0
     if w_kmajor:
-        args = (x5, _k_major(w5, taps, groups, transposed, c_out, k_total)) + args[2:]
+        wk, wk_lo = xs.weight(_k_major(w5, taps, groups, transposed, c_out, k_total))
+        args = (xt, wk) + args[2:5] + (xt_lo, wk_lo) + args[7:]
     conv_gemm_kernel[grid](*args, **meta, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k,
-                           BLOCK_W=block_w, TF32X3=bool(tf32x3), W_KMAJOR=w_kmajor,
+                           BLOCK_W=block_w, TF32X3=tf32x3, W_KMAJOR=w_kmajor,
                            FLAT_HW=flat_hw, num_warps=NUM_WARPS)
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
             tf32x3=False, channels_last=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
-    fp32 GEMM products as three TF32 tensor-core ones (else ieee FMA); ``channels_last``: the
+    fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
+    the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
     implicit GEMM reads a channels-last copy of x, k walking a tap's channels (1) or a window
     row's taps along w and their channels where they lie contiguous (2); else (0) x as it is,
     through the window table."""
@@ -618,19 +678,14 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     out = torch.empty((n_batch, c_out, *sizes_out), dtype=x.dtype, device=x.device)
     if out.numel() == 0:
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
-    made = []
-
-    def x_cl():
-        if not made:
-            made.append(_channels_last(x5))
-        return made[0]
-
-    cl = x_cl if channels_last else None
+    # split once where the products are fp32 ones on the tensor cores (the pointwise GEMM
+    # splits in its kernel)
+    xs = _GemmInput(x5, bool(channels_last), int(tf32x3) == 2 and x.dtype == torch.float32)
     run_w = int(channels_last) == 2
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3, cl, run_w)
+                     tf32x3, xs, run_w)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
@@ -644,5 +699,5 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
                 view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
                 _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
                              [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
-                             [0, 0, 0], s_wi, nd, tf32x3, cl, run_w)
+                             [0, 0, 0], s_wi, nd, tf32x3, xs, run_w)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''

@@ -55,6 +55,7 @@ from .ir import Lowered, Node, Operand
 from .operands import dtype_expr, signature
 from .plan import KernelPlan, Unsupported
 from .source import module_source
+from .tf32 import ROUND_TF32
 from .trace import Traced
 
 SPACE = {"BLOCK_M": (16, 32, 64, 128, 256), "BLOCK_N": (16, 32, 64, 128, 256),
@@ -92,17 +93,7 @@ _ALIGNED_ROWS = '''def aligned_rows(t):
     return out'''
 
 # The split-once pass (TF32X3 = 2): each operand's TF32 high part and remainder
-_SPLIT_KERNEL = '''@triton.jit
-def round_tf32(x):
-    # x rounded to the nearest TF32 value (10 mantissa bits, ties to even), in int32 bit
-    # arithmetic (-8192 = 0xFFFFE000); infinities and NaNs are kept, and a finite value the
-    # rounding would carry to infinity is truncated instead
-    bits = x.to(tl.int32, bitcast=True)
-    up = (bits + 0xFFF + ((bits >> 13) & 1)) & -8192
-    special = (bits & 0x7F800000) == 0x7F800000
-    overflow = (up & 0x7F800000) == 0x7F800000
-    return tl.where(special, bits, tl.where(overflow, bits & -8192, up)).to(tl.float32,
-                                                                          bitcast=True)
+_SPLIT_KERNEL = ROUND_TF32 + '''
 
 
 @triton.jit
@@ -170,7 +161,10 @@ def program_k(k: int, split: int, block_k: int) -> int:
 
 def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
     """The split of K the template starts from: 1, unless the output has too few tiles to give
-    every SM a program and K is long enough to share out (KernelBench's 256x256 by K=524288)."""
+    every SM a program and K is long enough to share out (KernelBench's 256x256 by K=524288).
+    Split once splits further, until a program's K is at most two chains: on an H200 at
+    KernelBench 6 its GEMM ran 1.77 ms as 32 splits of four chains of 4096 and 0.80 ms as 64 of
+    two (``offline_variants_h200/matmul_large_k.md``)."""
     m = math.prod(spec.a.shape[:-1]) if spec.a_flatten else spec.a.shape[-2]
     k, n = spec.a.shape[-1], spec.b.shape[-1]
     tiles = -(-m // params["BLOCK_M"]) * -(-n // params["BLOCK_N"])
@@ -178,6 +172,11 @@ def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
     while (split < SPLIT_KS[-1] and tiles * split < SPLIT_MIN_PROGRAMS
            and k // (2 * split) >= SPLIT_MIN_K):
         split *= 2
+    if params.get("TF32X3") == 2 and split > 1:
+        most = 2 * params.get("CHAIN_K", DEFAULTS_FP32["CHAIN_K"])
+        while (split < SPLIT_KS[-1] and program_k(k, split, params["BLOCK_K"]) > most
+               and 4 * (2 * split) * m * n <= SPLIT_MAX_WORKSPACE):
+            split *= 2
     return split
 
 
