@@ -207,8 +207,17 @@ def gemm_space(layouts: list[int], fp32: bool) -> tuple[dict[str, tuple[int, ...
     defaults = gemm_defaults(layouts)
     if fp32:
         space.update(TF32X3_SPACE)
-        defaults["TF32X3"] = 1
+        defaults["TF32X3"] = tf32x3_default(defaults["CHANNELS_LAST"])
     return space, defaults
+
+
+def tf32x3_default(layout: int) -> int:
+    """The fp32 implicit GEMMs' default TF32X3 for the input layout ``layout``: split once (2)
+    through the window table, where on an H200 it ran KernelBench 59 in 7.5 ms against
+    tf32x3's 8.2 and 72 in 2.9 against 3.4; tf32x3 (1) over a channels-last copy, where split
+    once's second gather and its passes cost more than they saved (55 14.3 ms against 10.6, 69
+    11.6 against 8.8, 76 23.5 against 14.6; ``offline_variants_h200/conv_split_once.md``)."""
+    return 2 if layout == 0 else 1
 
 
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
@@ -337,7 +346,7 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if tf32x3:
         # split once serves the implicit GEMMs (the pointwise GEMM splits in its kernel)
         space["TF32X3"] = TF32X3_SPACE["TF32X3"] if implicit else (1, 0)
-        defaults["TF32X3"] = 1
+        defaults["TF32X3"] = tf32x3_default(defaults["CHANNELS_LAST"]) if implicit else 1
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)
         defaults.setdefault("num_warps", 2)
