@@ -188,15 +188,19 @@ def x_layout(c_in_g: int, groups: int, transposed: bool, dil_w: int, k_w: int) -
     return 2 if groups == 1 and not transposed and dil_w == 1 and k_w > 1 else 0
 
 
-def gemm_defaults(layouts: list[int]) -> dict[str, int]:
+def gemm_defaults(layouts: list[int], fp32: bool = False) -> dict[str, int]:
     """The implicit GEMMs' default tiles and CHANNELS_LAST for convolutions preferring
     ``layouts`` (``x_layout``; one value serves them all): channels-last where all take it,
     runs along rows where all narrow ones can, else the table; the narrow tiles where any is
-    narrow."""
+    narrow. With fp32 products the narrow ones take the table (and split once,
+    tf32x3_default): on an H200 it ran KernelBench 50 in 3.5 ms against the runs along rows'
+    5.1, 54 in 3.1 against 3.7, 60 in 8.8 against 10.2 and 66 in 4.3 against 4.9
+    (``offline_variants_h200/conv_split_once_narrow.md``); 16-bit ones keep the runs."""
     layout = 1 if set(layouts) <= {1} else 2 if set(layouts) <= {1, 2} else 0
     if layout == 1:
         return {**DEFAULTS, "CHANNELS_LAST": 1}
-    return {**NARROW_DEFAULTS, "BLOCK_K": 16 if layout == 2 else 32, "CHANNELS_LAST": layout}
+    block_k = 16 if layout == 2 else 32  # as measured, each layout's own
+    return {**NARROW_DEFAULTS, "BLOCK_K": block_k, "CHANNELS_LAST": 0 if fp32 else layout}
 
 
 def gemm_space(layouts: list[int], fp32: bool) -> tuple[dict[str, tuple[int, ...]],
@@ -204,7 +208,7 @@ def gemm_space(layouts: list[int], fp32: bool) -> tuple[dict[str, tuple[int, ...
     """The implicit GEMM's tunable parameters and defaults, for convolutions preferring
     ``layouts`` (``x_layout``)."""
     space: dict[str, tuple[int, ...]] = {**SPACE, **CHANNELS_LAST_SPACE}
-    defaults = gemm_defaults(layouts)
+    defaults = gemm_defaults(layouts, fp32)
     if fp32:
         space.update(TF32X3_SPACE)
         defaults["TF32X3"] = tf32x3_default(defaults["CHANNELS_LAST"])
@@ -339,7 +343,7 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if implicit:
         space.update(SPACE)
         space.update(CHANNELS_LAST_SPACE)
-        defaults.update(gemm_defaults([c.layout for c in chain if c.kind == "gemm"]))
+        defaults.update(gemm_defaults([c.layout for c in chain if c.kind == "gemm"], tf32x3))
     elif "pointwise" in kinds:
         space.update(SPACE)
         defaults.update(POINTWISE_DEFAULTS)
