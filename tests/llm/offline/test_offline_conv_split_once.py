@@ -13,6 +13,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+from kernelevolve.llm.offline import analyze
+from tests.llm.offline.test_offline_coverage import _problem
+
 _CHECK = textwrap.dedent('''
     import json, os
     os.environ["TRITON_INTERPRET"] = "1"
@@ -96,3 +101,28 @@ def test_split_once_convolutions_match_torch_in_the_interpreter():
     assert res["cl_plain"] and res["cl_split"] and res["cl_flag"] == 1 and res["cl_kept"]
     assert res["cases"] == {"conv_0": True, "conv_1": True, "conv_2": True, "transposed": True,
                             "finite": True}, res["cases"]
+
+
+def _first_layer(c: int, dtype: str, groups: int = 1) -> str:
+    return ("class Model(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            f"        self.conv = nn.Conv2d({c}, 32, 5, padding=2, groups={groups}, "
+            f"dtype=torch.{dtype})\n\n"
+            "    def forward(self, x):\n        return self.conv(x)\n\n\n"
+            f"def get_inputs():\n    return [torch.rand(2, {c}, 12, 12, dtype=torch.{dtype})]\n\n\n"
+            "def get_init_inputs():\n    return []\n")
+
+
+@pytest.mark.parametrize(("c", "dtype", "layout", "tf32x3", "block_k"),
+                         [(3, "float32", 0, 2, 16), (8, "float32", 2, 1, 16),
+                          (3, "float16", 2, None, 16), (32, "float32", 1, 1, 32)],
+                         ids=["fp32-3ch", "fp32-8ch", "fp16-3ch", "fp32-32ch"])
+def test_narrow_fp32_convolutions_default_to_the_table_with_split_once(tmp_path, c, dtype,
+                                                                       layout, tf32x3, block_k):
+    """On an H200 the table with split once ran KernelBench's 3-channel convolutions 1.1-1.5x
+    faster than the runs along rows, and level 2's 8-channel ones 1.4-2.1x slower; 16-bit
+    convolutions have no split and keep the runs; from 16 channels, channels-last."""
+    params = analyze(_problem(tmp_path, f"conv{c}_{dtype}", _first_layer(c, dtype)))
+    default = params.default_params()
+    assert (default["CHANNELS_LAST"], default.get("TF32X3"), default["BLOCK_K"]) == (
+        layout, tf32x3, block_k)
