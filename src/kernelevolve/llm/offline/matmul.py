@@ -55,7 +55,7 @@ from .ir import Lowered, Node, Operand
 from .operands import dtype_expr, signature
 from .plan import KernelPlan, Unsupported
 from .source import module_source
-from .tf32 import ROUND_TF32
+from .tf32 import TF32_PARTS
 from .trace import Traced
 
 SPACE = {"BLOCK_M": (16, 32, 64, 128, 256), "BLOCK_N": (16, 32, 64, 128, 256),
@@ -93,7 +93,7 @@ _ALIGNED_ROWS = '''def aligned_rows(t):
     return out'''
 
 # The split-once pass (TF32X3 = 2): each operand's TF32 high part and remainder
-_SPLIT_KERNEL = ROUND_TF32 + '''
+_SPLIT_KERNEL = TF32_PARTS + '''
 
 
 @triton.jit
@@ -106,19 +106,14 @@ def split_tf32_kernel(
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    # x = hi + lo: hi its nearest TF32 value, lo the remainder rounded to TF32 too (what is
-    # left, a relative 2^-22, is below fp32's own rounding of the products' sum)
+    # x = hi + lo (tf32_parts), written into rows padded to 16 elements
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     b = tl.program_id(2).to(tl.int64)
     mask = (rows < R)[:, None] & (cols < K)[None, :]
     x = tl.load(x_ptr + (b * s_xb + rows[:, None].to(tl.int64) * s_xr
                          + cols[None, :].to(tl.int64) * s_xk), mask=mask, other=0.0)
-    hi = round_tf32(x)
-    special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
-    lo = tl.where(special, 0.0, round_tf32(x - hi))
-    if tl.max(special.to(tl.int32)) > 0:
-        tl.store(special_ptr, 1)
+    hi, lo = tf32_parts(x, special_ptr)
     out = (b * R + rows[:, None].to(tl.int64)) * KP + cols[None, :]
     tl.store(hi_ptr + out, hi, mask=mask)
     tl.store(lo_ptr + out, lo, mask=mask)'''

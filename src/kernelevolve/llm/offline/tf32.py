@@ -3,7 +3,7 @@ written as its TF32 high part and remainder before the GEMM, which then sums thr
 tensor-core products of loaded tiles (hi*hi + hi*lo + lo*hi) in place of ``tf32x3``'s split of
 every tile in registers. The source strings below go into a generated module."""
 
-ROUND_TF32 = '''@triton.jit
+TF32_PARTS = '''@triton.jit
 def round_tf32(x):
     # x rounded to the nearest TF32 value (10 mantissa bits, ties to even), in int32 bit
     # arithmetic (-8192 = 0xFFFFE000); infinities and NaNs are kept, and a finite value the
@@ -13,11 +13,24 @@ def round_tf32(x):
     special = (bits & 0x7F800000) == 0x7F800000
     overflow = (up & 0x7F800000) == 0x7F800000
     return tl.where(special, bits, tl.where(overflow, bits & -8192, up)).to(tl.float32,
-                                                                          bitcast=True)'''
+                                                                          bitcast=True)
+
+
+@triton.jit
+def tf32_parts(x, special_ptr):
+    # x = hi + lo: hi its nearest TF32 value, lo the remainder rounded to TF32 too (what is
+    # left, a relative 2^-22, is below fp32's own rounding of the products' sum); an infinity
+    # or NaN keeps lo 0 and sets the flag at special_ptr
+    hi = round_tf32(x)
+    special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
+    lo = tl.where(special, 0.0, round_tf32(x - hi))
+    if tl.max(special.to(tl.int32)) > 0:
+        tl.store(special_ptr, 1)
+    return hi, lo'''
 
 # A dense tensor's split, in memory order (the convolutions' inputs and weight copies), and an
 # [N, C, S] tensor's channels-last copy, split or not
-SPLIT_DENSE_KERNEL = ROUND_TF32 + '''
+SPLIT_DENSE_KERNEL = TF32_PARTS + '''
 
 
 @triton.jit
@@ -41,11 +54,7 @@ def channels_last_kernel(
     x = tl.load(x_ptr + (base + c[:, None].to(tl.int64) * S + s[None, :]), mask=mask, other=0.0)
     out = base + s[None, :] * C + c[:, None]
     if SPLIT:
-        hi = round_tf32(x)
-        special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
-        lo = tl.where(special, 0.0, round_tf32(x - hi))
-        if tl.max(tl.max(special.to(tl.int32), axis=1), axis=0) > 0:
-            tl.store(special_ptr, 1)
+        hi, lo = tf32_parts(x, special_ptr)
         tl.store(hi_ptr + out, hi, mask=mask)
         tl.store(lo_ptr + out, lo, mask=mask)
     else:
@@ -62,16 +71,9 @@ def split_dense_kernel(
     # Meta-parameters
     BLOCK: tl.constexpr,
 ):
-    # x = hi + lo: hi its nearest TF32 value, lo the remainder rounded to TF32 too (what is
-    # left, a relative 2^-22, is below fp32's own rounding of the products' sum)
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    hi = round_tf32(x)
-    special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
-    lo = tl.where(special, 0.0, round_tf32(x - hi))
-    if tl.max(special.to(tl.int32)) > 0:
-        tl.store(special_ptr, 1)
+    hi, lo = tf32_parts(tl.load(x_ptr + offs, mask=mask, other=0.0), special_ptr)
     tl.store(hi_ptr + offs, hi, mask=mask)
     tl.store(lo_ptr + offs, lo, mask=mask)'''
 
