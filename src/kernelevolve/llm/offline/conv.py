@@ -1,5 +1,5 @@
 """The convolution template: standard, transposed, grouped, depthwise and pointwise convolutions
-in 1-3 dims, and chains of them (a depthwise-separable block), each by one of three kernels.
+in 1-3 dims, and chains of them (a depthwise-separable block), each by one of four kernels.
 
 Every convolution is computed as 3-D (a 1-D or 2-D one is viewed with size-1 leading spatial
 dims). A transposed convolution is split by the stride's phases (output positions
@@ -22,6 +22,17 @@ the positions the stride skips.
     window offsets, weight offset) is written by a small kernel first, so the loop does no
     index decoding. A tile's loads gather. With 3 input channels (an image's first layer) it
     packs K densely, where a channels-last slice would be 13 zeros of 16.
+- FMA (a short reduction: at most MAX_FMA_K input channels per group x window taps; by
+  default where every implicit GEMM has at most FMA_MAX_C = 8 channels per group): the
+  implicit GEMMs' position x channel tiles, the GEMM replaced by outer products on the FMA
+  units. A program walks the (input channel, window row) pairs with the row's taps unrolled,
+  loading per tap one input value per position and one weight per output channel. Exact fp32
+  products, no split pass, no im2col tile through shared memory: with 3 channels a 16-wide k
+  slice of tensor-core work was mostly padding and the table's gathers dominated. On an H200
+  through the judge (``kernelbench_l1_h200``): 59 0.35x -> 0.97x of eager, 54 0.60x -> 0.86x,
+  50 0.78x -> 0.94x (1.00x of compile), 60 1.12x -> 1.46x, 66 1.13x -> 1.58x, and the
+  8-channel transposed 72 0.82x -> 1.85x, 75 2.39x -> 3.44x. Tiles with fewer positions than
+  threads ran 7-90x slower (``feasible`` rules them out).
 - Pointwise (1x1, stride 1, no padding): a plain GEMM per image and group,
   out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P] over the P = OD*OH*OW positions, which
   are contiguous in x and out: the x tile is loaded along them (coalesced), where the implicit
@@ -93,6 +104,13 @@ channels-last x, so a 3x3 row of 3 channels is one run of 9) and 128 x 64 x 16 t
 (``conv_row_runs.md``): 54 0.50x of cuDNN, 60 0.97x, 66 0.98x, 50 0.53x through the judge; 59's
 window is one column wide (no run to gain) and stays on the table at 0.33x.
 
+A transposed convolution with a stride along w may write each stride phase contiguous into a
+phase-major buffer, one pass interleaving them into the output (``PHASE_MAJOR``), where each
+phase's strided stores fill part of every memory sector a pass. Measured on an H200
+(``conv_phase_major.md``): 72 2.3 ms against 3.0 with the GEMM, but 81 4.0 against 2.6, 77 1.6
+against 1.4, 73 2.5 against 2.2: the extra pass costs more than the partial sectors did, so it
+is a choice of the search, off by default.
+
 Position tiles of short rows: a power-of-two run of OW columns pads the rest (KernelBench 59's
 rows of 10 filled 10 of 16 lanes; 69's 260 columns 5 runs of 64 with the last 4 wide), so where
 that padding passes FLAT_MIN_PAD of the run and the (oh, ow) plane lies evenly spaced in the
@@ -101,6 +119,7 @@ output, the GEMMs tile the plane as one row (``FLAT_HW``; 69: 10.8 -> 9.1 ms).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -109,7 +128,7 @@ import torch
 from kernelevolve.problem import Problem
 
 from . import fxgraph
-from .conv_source import KERNELS, LAUNCHER
+from .conv_source import KERNELS, LAUNCHER, MAX_FMA_K
 from .lower import args_of, op_name
 from .plan import KernelPlan, Unsupported
 from .source import module_source
@@ -152,6 +171,22 @@ NARROW_DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4}
 # the runs' 5.1, 54 3.1 against 3.7, 60 8.8 against 10.2, 66 4.3 against 4.9; with 8 (level
 # 2's 7, 57, 69, 71, 87, fused chains) 1.4-2.1x slower than the runs.
 TABLE_MAX_C = 8
+# The implicit GEMMs whose reduction (input channels per group x window taps) is at most
+# MAX_FMA_K may run on the FMA units instead, window and channels unrolled (conv_fma_kernel)
+FMA_SPACE = {"FMA": (0, 1)}
+# ... by default where every one has at most this many input channels per group. On an H200
+# (offline_variants_h200/conv_fma.md, conv_fma_50.md, conv_phase_major.md; 128 x 64 tiles): with 3 channels KernelBench 59 ran 3.0 ms against the
+# table's 7.7, 54 2.4 against 3.1, 60 6.7 against 8.8, 66 3.5 against 4.3, 50 3.3 against
+# 3.5; transposed with 8, 72 1.1 against 2.3 and 75 1.6 against 2.4; with 32, 77 1.5 against
+# 1.6, 79 6.6 against 1.7 and 81 3.0 against 2.6
+FMA_MAX_C = 8
+# ... and its default tile: 64 positions x 64 channels with 2 warps ran 50, 54, 59, 60, 66 and
+# 72 5-12% faster than 128 x 64 with 4 warps (75 4% slower; conv_fma_warps.md)
+FMA_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 2}
+# A transposed convolution with a stride along its last dim writes each stride phase
+# contiguous into a phase-major buffer and interleaves them in one pass (1), or into strided
+# views of the output (0)
+PHASE_MAJOR_SPACE = {"PHASE_MAJOR": (1, 0)}
 
 _HOW = {"depthwise": "direct", "pointwise": "a GEMM over channels", "gemm": "an implicit GEMM"}
 
@@ -178,6 +213,11 @@ def feasible(params: Mapping[str, int]) -> str | None:
                 f"registers per thread")
     if tile * 4 * 2 > 160 * 1024:
         return "the tiles exceed shared memory"
+    if params.get("FMA") and params["BLOCK_M"] < threads:
+        # on an H200 (offline_variants_h200/conv_fma_tiles.md) such tiles ran KernelBench 50,
+        # 54 and 59 7-90x slower than 128 positions with 4 warps
+        return (f"the FMA kernel's {params['BLOCK_M']} positions are fewer than its "
+                f"{threads} threads")
     return None
 
 
@@ -191,6 +231,9 @@ def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> d
         consts["TF32X3"] = params["TF32X3"]
     if implicit:
         consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
+    for key in ("FMA", "PHASE_MAJOR"):
+        if key in params:
+            consts[key] = params[key]
     return consts
 
 
@@ -238,6 +281,12 @@ def tf32x3_default(layout: int) -> int:
     return 2 if layout == 0 else 1
 
 
+def fma_default(gemms: list[_Conv]) -> int:
+    """The default FMA of a chain's implicit GEMMs: 1 (the FMA kernel) where every one has at
+    most FMA_MAX_C input channels per group and a reduction of at most MAX_FMA_K."""
+    return int(all(c.c_in_g <= FMA_MAX_C and c.k <= MAX_FMA_K for c in gemms))
+
+
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
                  torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 
@@ -254,6 +303,10 @@ class _Conv:
     kind: str
     layout: int  # the CHANNELS_LAST it runs best with (x_layout) at the traced sizes
     c_in_g: int  # input channels per group at the traced sizes
+    # its reduction (a transposed one's longest phase's): input channels per group x window
+    # taps, at the traced sizes
+    k: int
+    phased: bool  # transposed with a stride along the last dim
 
 
 @dataclass
@@ -274,7 +327,9 @@ class ConvTemplate:
         for k, conv in enumerate(self.convs):
             src = conv.source or prev
             args = (conv.call_args + (["tf32x3=TF32X3"] if self.tf32x3 else [])
-                    + (["channels_last=CHANNELS_LAST"] if self.implicit else []))
+                    + (["channels_last=CHANNELS_LAST"] if self.implicit else [])
+                    + (["fma=FMA"] if "FMA" in params else [])
+                    + (["phase_major=PHASE_MAJOR"] if "PHASE_MAJOR" in params else []))
             call = f"conv_nd({src}, {', '.join(args)})"
             if k == len(self.convs) - 1:
                 body.append(f"return {call}")
@@ -308,6 +363,10 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     pointwise = (not transposed and all(k == 1 for k in w_shape[2:])
                  and all(v == 1 for v in stride) and all(v == 0 for v in padding))
     kind = "depthwise" if c_in_g == 1 else "pointwise" if pointwise else "gemm"
+    # a transposed convolution's phase reaches at most ceil(taps / stride) taps per dim
+    k = c_in_g * math.prod(-(-t // (int(st) if transposed else 1))
+                           for t, st in zip(w_shape[2:], stride))
+    phased = bool(transposed) and int(stride[-1]) > 1
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:
         if getattr(m, "padding_mode", "zeros") != "zeros":
@@ -320,11 +379,11 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
         args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
                 str(int(groups)), str(bool(transposed)), str(list(out_padding))]
     if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
-        return _Conv("", args, name, kind, layout, c_in_g), x
+        return _Conv("", args, name, kind, layout, c_in_g, k, phased), x
     x_expr = fxgraph.input_expr(traced, x)
     if x_expr is None:
         raise Unsupported(f"a {name} of a computed tensor, which no template covers")
-    return _Conv(x_expr, args, name, kind, layout, c_in_g), None
+    return _Conv(x_expr, args, name, kind, layout, c_in_g, k, phased), None
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
@@ -365,6 +424,11 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
             # fp32 with few channels: the table with split once (its 16-wide k slices kept,
             # as measured); level 2's fused chains keep the runs (not measured there)
             defaults["CHANNELS_LAST"] = 0
+        if any(c.k <= MAX_FMA_K for c in gemms):
+            space.update(FMA_SPACE)
+            defaults["FMA"] = fma_default(gemms)
+            if defaults["FMA"]:
+                defaults.update(FMA_DEFAULTS)
     elif "pointwise" in kinds:
         space.update(SPACE)
         defaults.update(POINTWISE_DEFAULTS)
@@ -372,6 +436,9 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
         # split once serves the implicit GEMMs (the pointwise GEMM splits in its kernel)
         space["TF32X3"] = TF32X3_SPACE["TF32X3"] if implicit else (1, 0)
         defaults["TF32X3"] = tf32x3_default(defaults["CHANNELS_LAST"]) if implicit else 1
+    if any(c.phased for c in chain):
+        space.update(PHASE_MAJOR_SPACE)
+        defaults["PHASE_MAJOR"] = 0
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)
         defaults.setdefault("num_warps", 2)

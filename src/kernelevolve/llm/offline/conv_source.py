@@ -1,6 +1,7 @@
 """The source the convolution template emits (``conv.py`` plans it and says why it is shaped
-so): the Triton kernels (the window table, the implicit GEMM, the pointwise GEMM and the direct
-depthwise kernel) and the launcher that picks one per convolution and phase."""
+so): the Triton kernels (the window table, the implicit GEMMs, the FMA kernel, the pointwise
+GEMM, the direct depthwise kernel and the phase interleaving pass) and the launcher that picks
+one per convolution and phase."""
 
 from .tf32 import SPLIT_DENSE_KERNEL, SPLIT_DENSE_LAUNCHER
 
@@ -96,8 +97,8 @@ _GROUP_TILE = '''
     offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_n = offs_n < C_OUT_G'''
 
-# Both implicit GEMMs' last step of k and their epilogue: the tiles' loads (x_offs, x_mask,
-# w_offs, w_mask) and product, then the bias and the store
+# Both implicit GEMMs' last step of k: the tiles' loads (x_offs, x_mask, w_offs, w_mask)
+# and their product
 _DOT_STORE = '''
         x_tile = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0).to(tl.float32)
         w_tile = tl.load(w_ptr + w_offs, mask=w_mask, other=0.0).to(tl.float32)
@@ -119,7 +120,11 @@ _DOT_STORE = '''
             # tolerance.
             acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32x3")
         else:
-            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")'''
+
+# The position x channel tiles' epilogue (the implicit GEMMs, the FMA kernel): the bias, the
+# store
+_EPILOGUE = '''
     co = g * C_OUT_G + offs_n
     if HAS_BIAS:
         acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
@@ -201,7 +206,7 @@ def conv_gemm_kernel(
         else:
             w_off = tl.load(t_ptrs + 4 * K, mask=mask_k, other=0)
             w_offs = w_base[None, :] + w_off[:, None]
-        w_mask = mask_k[:, None] & mask_n[None, :]{_DOT_STORE}
+        w_mask = mask_k[:, None] & mask_n[None, :]{_DOT_STORE}{_EPILOGUE}
 
 
 
@@ -271,8 +276,89 @@ def conv_gemm_cl_kernel(
         x_offs = x_row[:, None] + offs_c[None, :]
         x_mask = ok
         w_offs = w_rows[None, :] + (run * RUN + offs_c)[:, None]
-        w_mask = mask_c[:, None] & mask_n[None, :]{_DOT_STORE}
+        w_mask = mask_c[:, None] & mask_n[None, :]{_DOT_STORE}{_EPILOGUE}
 
+
+@triton.jit
+def conv_fma_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    # Sizes: output rows N * OD * OH (N * OD with FLAT_HW); output channels per group;
+    # spatial extents
+    ROWS, C_OUT_G, ID, IH, IW, OD, OH, OW,
+    # Strides of x [N, C, D, H, W]; of w per group, per output and input channel of a group
+    # and per tap (d, h, w); of the output [N, C, OD, OH, OW] (a transposed convolution's
+    # phase is a strided view); of the bias
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_wi, s_wd, s_wh, s_ww,
+    s_on, s_oc, s_od, s_oh, s_ow, s_b,
+    # Per dim: output stride; the input offset of tap 0 (-padding for a standard convolution)
+    # and its weight tap
+    st_d, st_h, st_w, off_d, off_h, off_w, wk_d, wk_h, wk_w,
+    # Sizes: input channels per group; taps per dim (d, h)
+    C_IN_G, NT_D, NT_H,
+    # Meta-parameters: taps along w; per dim the input step and the weight step per tap
+    NT_W: tl.constexpr, DIL_D: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
+    WST_D: tl.constexpr, WST_H: tl.constexpr, WST_W: tl.constexpr,
+    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_W: tl.constexpr, FLAT_HW: tl.constexpr,
+):
+    # A convolution with a short reduction (few input channels x a window: an image's first
+    # layer) on the FMA units: a program owns BLOCK_M output positions x BLOCK_N output
+    # channels and walks the (input channel, tap row) pairs, a window row's taps unrolled; per
+    # tap one input value per position and one weight per channel, their outer product
+    # accumulated in fp32 (exact products, no split, no im2col tile through shared memory).
+    # Input tap t of output o is o * st + off + t * DIL per dim. (With the whole window and
+    # the channels unrolled, KernelBench 50's 363 taps gave no result within 5 minutes on an
+    # H200.){_GROUP_TILE}{_ROW}
+    d0 = od * st_d + off_d
+    h0 = oh * st_h + off_h
+    w0 = ow * st_w + off_w
+    x_n = n * s_xn + (g * C_IN_G).to(tl.int64) * s_xc
+    w_n = g * s_wg + offs_n * s_wo
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for r in range(0, C_IN_G * NT_D * NT_H):
+        c = r // (NT_D * NT_H)
+        t_d = (r // NT_H) % NT_D
+        t_h = r % NT_H
+        i_d = d0 + t_d * DIL_D
+        i_h = h0 + t_h * DIL_H
+        ok_dh = mask_m & (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
+        x_dh = x_n + c * s_xc + i_d * s_xd + i_h * s_xh
+        w_dh = w_n + (c * s_wi + (wk_d + t_d * WST_D) * s_wd + (wk_h + t_h * WST_H) * s_wh)
+        for t_w in tl.static_range(NT_W):
+            i_w = w0 + t_w * DIL_W
+            ok = ok_dh & (i_w >= 0) & (i_w < IW)
+            xv = tl.load(x_ptr + (x_dh + i_w * s_xw), mask=ok, other=0.0).to(tl.float32)
+            wv = tl.load(w_ptr + (w_dh + (wk_w + t_w * WST_W) * s_ww), mask=mask_n,
+                         other=0.0).to(tl.float32)
+            acc += xv[:, None] * wv[None, :]{_EPILOGUE}
+
+
+@triton.jit
+def phase_interleave_kernel(
+    # Pointers: the phase-major result [SD * SH * SW, N * C, JD, JH, JW] (phase (pd, ph, pw)
+    # holds the output positions (pd + SD * j_d, ph + SH * j_h, pw + SW * j_w)); the output
+    src_ptr, out_ptr,
+    # Sizes: output rows N * C * OD * OH and extents; a phase's block (N * C * JD * JH * JW)
+    # and its extents
+    ROWS, OD, OH, OW, PLANE, JD, JH, JW,
+    # Meta-parameters: the strides (phases per dim); the tile
+    SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+):
+    # The output, contiguous, a tile of rows (nc, d, h) x columns w at a time: each element
+    # from its phase's block. The reads are SW runs, each contiguous.
+    offs_r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_w = tl.program_id(1) * BLOCK_W + tl.arange(0, BLOCK_W)
+    mask = (offs_r < ROWS)[:, None] & (offs_w < OW)[None, :]
+    h = offs_r % OH
+    t = offs_r // OH
+    d = t % OD
+    nc = t // OD
+    src_r = ((d % SD) * SH + h % SH) * SW * PLANE + ((nc * JD + d // SD) * JH + h // SH) * JW
+    src_w = (offs_w % SW) * PLANE + offs_w // SW
+    v = tl.load(src_ptr + (src_r[:, None] + src_w[None, :]), mask=mask)
+    tl.store(out_ptr + (offs_r[:, None] * OW + offs_w[None, :]), v, mask=mask)
 
 @triton.jit
 def conv_pointwise_kernel(
@@ -390,6 +476,10 @@ def conv_direct_kernel(
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
              mask=mask_r[:, None] & mask_w[None, :])'''
 
+# The longest reduction (input channels per group x window taps) the FMA kernel takes: it does
+# C_out FMAs per output and tap where the GEMMs' tensor cores do the long ones
+MAX_FMA_K = 512
+
 LAUNCHER = SPLIT_DENSE_LAUNCHER + '''
 
 
@@ -480,6 +570,8 @@ def _flat_stride(t):
 
 # The depthwise kernel unrolls the window; a larger one takes the implicit GEMM instead
 MAX_DIRECT_TAPS = 128
+# The FMA kernel takes reductions up to this long; a longer one takes the GEMM
+MAX_FMA_K = ''' + str(MAX_FMA_K) + '''
 # The implicit GEMMs tile a contiguous (oh, ow) plane as one row where a power-of-two run of
 # columns would be more than this fraction padding (KernelBench 59's rows of 10: 6 of 16)
 FLAT_MIN_PAD = 0.125
@@ -519,6 +611,35 @@ def _direct_launch(x5, w5, bias, out, c_out_g, transposed, taps, offsets, st, pa
         num_warps=max(1, min(NUM_WARPS, block_h * block_w // 32)))
 
 
+def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
+                pad, s_wi):
+    """A convolution with a short reduction (c_in_g x the taps, at most MAX_FMA_K) on the FMA
+    units, a window row's taps unrolled: the implicit GEMMs' position x channel tiles."""
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+    # narrower channel tiles where the last would be mostly padding: on an H200 KernelBench
+    # 50's 96 channels ran 3.0 ms in 3 tiles of 32 against 3.3 in 2 of 64
+    while block_n > 16 and triton.cdiv(c_out_g, block_n) * block_n - c_out_g > c_out_g // 8:
+        block_n //= 2
+    rows, row_len, block_w, flat_hw = _position_tiles(out)
+    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(row_len, block_w),
+            groups * triton.cdiv(c_out_g, block_n))
+    if grid[0] >= 2 ** 31:
+        raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
+    off, dil = _tap_lines(taps, offsets, pad)
+    # per group, w advances by its input (transposed) or output channels
+    s_wo = w5.stride(1) if transposed else w5.stride(0)
+    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
+    has_bias = bias is not None
+    conv_fma_kernel[grid](
+        x5, w5, bias if has_bias else w5, out, rows, c_out_g, *x5.shape[2:], *out.shape[2:],
+        *x5.stride(), s_wg, s_wo, s_wi, *w5.stride()[2:], *out.stride(),
+        bias.stride(0) if has_bias else 0, *st, *off, *(t[0] for t in taps), c_in_g,
+        taps[0][2], taps[1][2], NT_W=taps[2][2], DIL_D=dil[0], DIL_H=dil[1],
+        DIL_W=dil[2], WST_D=taps[0][1], WST_H=taps[1][1], WST_W=taps[2][1], HAS_BIAS=has_bias,
+        BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw,
+        num_warps=NUM_WARPS)
+
+
 def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
     """A 1x1 convolution with stride 1 and no padding as a GEMM per image and group over the
     positions read as one axis (x's evenly spaced, ``s_xp`` apart)."""
@@ -552,14 +673,16 @@ def _position_tiles(out):
 
 
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3, xs, run_w=False):
+                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
     GEMM for a 1x1 one, else an implicit GEMM over ``xs`` (a _GemmInput): channels-last, or
     x as it is through the window table. ``tf32x3``: the GEMMs' fp32 products as three TF32
     ones, split in the kernel (1) or once before it (2), the implicit GEMM reading a K-major
     copy of the weight; 0 ieee. ``run_w``: the channels-last GEMM's k runs along whole window
-    rows where they lie contiguous in x (one group, adjacent taps along w)."""
+    rows where they lie contiguous in x (one group, adjacent taps along w). ``fma``: a
+    reduction (input channels per group x taps) of at most MAX_FMA_K runs on the FMA units
+    instead (``conv_fma_kernel``)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -574,6 +697,10 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
         return
     k_total = c_in_g * n_taps
+    if fma and 0 < k_total <= MAX_FMA_K:
+        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
+                    pad, s_wi)
+        return
     has_bias = bias is not None
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     # a program's positions: rows x BLOCK_W columns of the output
@@ -636,13 +763,16 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
-            tf32x3=False, channels_last=False):
+            tf32x3=False, channels_last=False, fma=False, phase_major=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
     the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
     implicit GEMM reads a channels-last copy of x, k walking a tap's channels (1) or a window
     row's taps along w and their channels where they lie contiguous (2); else (0) x as it is,
-    through the window table."""
+    through the window table; ``fma``: a convolution whose reduction (input channels per group
+    x window taps) is at most MAX_FMA_K runs on the FMA units, its window unrolled (exact fp32
+    products); ``phase_major``: a transposed convolution with a stride along its last dim
+    writes each stride phase contiguous into a buffer and interleaves them in one pass."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -685,19 +815,38 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3, xs, run_w)
+                     tf32x3, xs, run_w, fma)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
     # a fixed offset: a standard convolution with stride 1 written into a strided view of the
-    # output. No tap is spent on the positions the stride skips.
+    # output. No tap is spent on the positions the stride skips. With a stride along w
+    # (``phase_major``), each phase is written contiguous into its block of a phase-major
+    # buffer and one pass interleaves them: a phase's strided stores would fill a 1 / stride
+    # part of each memory sector a pass, and every pass read and wrote the sectors again.
+    major = bool(phase_major) and st[2] > 1
+    js = [-(-o // s) for o, s in zip(sizes_out, st)]
+    buf = (torch.empty((st[0] * st[1] * st[2], n_batch, c_out, *js), dtype=x.dtype,
+                       device=x.device) if major else None)
     for pd in range(st[0]):
         for ph in range(st[1]):
             for pw in range(st[2]):
                 found = [_phase_taps(p, k, s, q, d)
                          for p, k, s, q, d in zip((pd, ph, pw), ks, st, pad, dil)]
-                view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
+                if major:
+                    lens = [-(-(o - p) // s) for o, p, s in zip(sizes_out, (pd, ph, pw), st)]
+                    view = buf[(pd * st[1] + ph) * st[2] + pw, :, :, :lens[0], :lens[1],
+                               :lens[2]]
+                else:
+                    view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
                 _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
                              [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
-                             [0, 0, 0], s_wi, nd, tf32x3, xs, run_w)
+                             [0, 0, 0], s_wi, nd, tf32x3, xs, run_w, fma)
+    if major:
+        rows = n_batch * c_out * sizes_out[0] * sizes_out[1]
+        block_w = min(256, triton.next_power_of_2(sizes_out[2]))
+        block_r = max(1, 2048 // block_w)
+        phase_interleave_kernel[(triton.cdiv(rows, block_r), triton.cdiv(sizes_out[2], block_w))](
+            buf, out, rows, *sizes_out, buf[0].numel(), *js, SD=st[0], SH=st[1], SW=st[2],
+            BLOCK_R=block_r, BLOCK_W=block_w)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
