@@ -172,13 +172,14 @@ NARROW_DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4}
 # 2's 7, 57, 69, 71, 87, fused chains) 1.4-2.1x slower than the runs.
 TABLE_MAX_C = 8
 # The implicit GEMMs whose reduction (input channels per group x window taps) is at most
-# MAX_FMA_K may run on the FMA units instead, window and channels unrolled (conv_fma_kernel)
+# MAX_FMA_K may run on the FMA units instead, a window row's taps unrolled (conv_fma_kernel)
 FMA_SPACE = {"FMA": (0, 1)}
 # ... by default where every one has at most this many input channels per group. On an H200
-# (offline_variants_h200/conv_fma.md, conv_fma_50.md, conv_phase_major.md; 128 x 64 tiles): with 3 channels KernelBench 59 ran 3.0 ms against the
-# table's 7.7, 54 2.4 against 3.1, 60 6.7 against 8.8, 66 3.5 against 4.3, 50 3.3 against
-# 3.5; transposed with 8, 72 1.1 against 2.3 and 75 1.6 against 2.4; with 32, 77 1.5 against
-# 1.6, 79 6.6 against 1.7 and 81 3.0 against 2.6
+# (offline_variants_h200/conv_fma.md, conv_fma_50.md, conv_phase_major.md; 128 x 64 tiles):
+# with 3 channels KernelBench 59 ran 3.0 ms against the table's 7.7, 54 2.4 against 3.1, 60
+# 6.7 against 8.8, 66 3.5 against 4.3, 50 3.3 against 3.5; transposed with 8, 72 1.1 against
+# 2.3 and 75 1.6 against 2.4; with 32, 77 1.5 against 1.6, 79 6.6 against 1.7 and 81 3.0
+# against 2.6
 FMA_MAX_C = 8
 # ... and its default tile: 64 positions x 64 channels with 2 warps ran 50, 54, 59, 60, 66 and
 # 72 5-12% faster than 128 x 64 with 4 warps (75 4% slower; conv_fma_warps.md)
@@ -365,7 +366,7 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     kind = "depthwise" if c_in_g == 1 else "pointwise" if pointwise else "gemm"
     # a transposed convolution's phase reaches at most ceil(taps / stride) taps per dim
     k = c_in_g * math.prod(-(-t // (int(st) if transposed else 1))
-                           for t, st in zip(w_shape[2:], stride))
+                           for t, st in zip(w_shape[2:], stride, strict=True))
     phased = bool(transposed) and int(stride[-1]) > 1
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:

@@ -611,6 +611,24 @@ def _direct_launch(x5, w5, bias, out, c_out_g, transposed, taps, offsets, st, pa
         num_warps=max(1, min(NUM_WARPS, block_h * block_w // 32)))
 
 
+def _tile_grid(out, c_out_g, groups, block_n):
+    """The position x channel tiles' grid over ``out`` (the implicit GEMMs', the FMA
+    kernel's), with ``_position_tiles``'s rows, row length, BLOCK_W and flat_hw."""
+    rows, row_len, block_w, flat_hw = _position_tiles(out)
+    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(row_len, block_w),
+            groups * triton.cdiv(c_out_g, block_n))
+    if grid[0] >= 2 ** 31:
+        raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
+    return grid, rows, block_w, flat_hw
+
+
+def _group_strides(w5, transposed, c_in_g, c_out_g, s_wi):
+    """w's strides per output channel of a group and per group: it advances by its input
+    (transposed) or output channels."""
+    s_wo = w5.stride(1) if transposed else w5.stride(0)
+    return s_wo, c_in_g * s_wi if transposed else c_out_g * s_wo
+
+
 def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
                 pad, s_wi):
     """A convolution with a short reduction (c_in_g x the taps, at most MAX_FMA_K) on the FMA
@@ -620,15 +638,9 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     # 50's 96 channels ran 3.0 ms in 3 tiles of 32 against 3.3 in 2 of 64
     while block_n > 16 and triton.cdiv(c_out_g, block_n) * block_n - c_out_g > c_out_g // 8:
         block_n //= 2
-    rows, row_len, block_w, flat_hw = _position_tiles(out)
-    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(row_len, block_w),
-            groups * triton.cdiv(c_out_g, block_n))
-    if grid[0] >= 2 ** 31:
-        raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
+    grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
     off, dil = _tap_lines(taps, offsets, pad)
-    # per group, w advances by its input (transposed) or output channels
-    s_wo = w5.stride(1) if transposed else w5.stride(0)
-    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
+    s_wo, s_wg = _group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
     has_bias = bias is not None
     conv_fma_kernel[grid](
         x5, w5, bias if has_bias else w5, out, rows, c_out_g, *x5.shape[2:], *out.shape[2:],
@@ -704,11 +716,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     has_bias = bias is not None
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     # a program's positions: rows x BLOCK_W columns of the output
-    rows, row_len, block_w, flat_hw = _position_tiles(out)
-    grid = (triton.cdiv(rows, BLOCK_M // block_w) * triton.cdiv(row_len, block_w),
-            groups * triton.cdiv(c_out_g, block_n))
-    if grid[0] >= 2 ** 31:
-        raise ValueError(f"{grid[0]} programs exceed a grid dim; use larger tiles")
+    grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
     # split once where x is split (fp32); otherwise, as in the pointwise GEMM, in the kernel
     tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
     if xs.channels_last:
@@ -740,9 +748,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
             *w5.stride()[2:], *(t[0] for t in taps), *(t[1] for t in taps),
             *(o[0] for o in offsets), *(o[1] for o in offsets), *(o[2] for o in offsets),
             BLOCK=256)
-    # per group, w advances by its input (transposed) or output channels
-    s_wo = w5.stride(1) if transposed else w5.stride(0)
-    s_wg = c_in_g * s_wi if transposed else c_out_g * s_wo
+    s_wo, s_wg = _group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
     args = (xt, w5, bias if has_bias else w5, table, out, xt_lo, w5,
             xs.special if xs.split else xt,
             rows, k_total, c_in_g, c_out_g, c_out, *xt.shape[2:], *out.shape[2:],
@@ -822,8 +828,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     # a fixed offset: a standard convolution with stride 1 written into a strided view of the
     # output. No tap is spent on the positions the stride skips. With a stride along w
     # (``phase_major``), each phase is written contiguous into its block of a phase-major
-    # buffer and one pass interleaves them: a phase's strided stores would fill a 1 / stride
-    # part of each memory sector a pass, and every pass read and wrote the sectors again.
+    # buffer and one pass interleaves them, where a phase's strided stores fill a 1 / stride
+    # part of each memory sector (on an H200 it paid off on KernelBench 72 only: conv.py).
     major = bool(phase_major) and st[2] > 1
     js = [-(-o // s) for o, s in zip(sizes_out, st)]
     buf = (torch.empty((st[0] * st[1] * st[2], n_batch, c_out, *js), dtype=x.dtype,
@@ -833,12 +839,10 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
             for pw in range(st[2]):
                 found = [_phase_taps(p, k, s, q, d)
                          for p, k, s, q, d in zip((pd, ph, pw), ks, st, pad, dil)]
-                if major:
-                    lens = [-(-(o - p) // s) for o, p, s in zip(sizes_out, (pd, ph, pw), st)]
-                    view = buf[(pd * st[1] + ph) * st[2] + pw, :, :, :lens[0], :lens[1],
-                               :lens[2]]
-                else:
-                    view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
+                view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
+                if major:  # the same positions, contiguous in the phase's block
+                    view = buf[(pd * st[1] + ph) * st[2] + pw, :, :, :view.shape[2],
+                               :view.shape[3], :view.shape[4]]
                 _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
                              [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
                              [0, 0, 0], s_wi, nd, tf32x3, xs, run_w, fma)
@@ -846,7 +850,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         rows = n_batch * c_out * sizes_out[0] * sizes_out[1]
         block_w = min(256, triton.next_power_of_2(sizes_out[2]))
         block_r = max(1, 2048 // block_w)
-        phase_interleave_kernel[(triton.cdiv(rows, block_r), triton.cdiv(sizes_out[2], block_w))](
+        grid = (triton.cdiv(rows, block_r), triton.cdiv(sizes_out[2], block_w))
+        phase_interleave_kernel[grid](
             buf, out, rows, *sizes_out, buf[0].numel(), *js, SD=st[0], SH=st[1], SW=st[2],
             BLOCK_R=block_r, BLOCK_W=block_w)
     return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])'''
