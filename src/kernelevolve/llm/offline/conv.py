@@ -32,7 +32,7 @@ the positions the stride skips.
   through the judge (``kernelbench_l1_h200``): 59 0.35x -> 0.97x of eager, 54 0.60x -> 0.86x,
   50 0.78x -> 0.94x (1.00x of compile), 60 1.12x -> 1.46x, 66 1.13x -> 1.58x, and the
   8-channel transposed 72 0.82x -> 1.85x, 75 2.39x -> 3.44x. Tiles with fewer positions than
-  threads ran 7-90x slower (``feasible`` rules them out).
+  threads ran 7-80x slower (``feasible`` rules them out).
 - Pointwise (1x1, stride 1, no padding): a plain GEMM per image and group,
   out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P] over the P = OD*OH*OW positions, which
   are contiguous in x and out: the x tile is loaded along them (coalesced), where the implicit
@@ -216,7 +216,7 @@ def feasible(params: Mapping[str, int]) -> str | None:
         return "the tiles exceed shared memory"
     if params.get("FMA") and params["BLOCK_M"] < threads:
         # on an H200 (offline_variants_h200/conv_fma_tiles.md) such tiles ran KernelBench 50,
-        # 54 and 59 7-90x slower than 128 positions with 4 warps
+        # 54 and 59 7-80x slower than 128 positions with 4 warps
         return (f"the FMA kernel's {params['BLOCK_M']} positions are fewer than its "
                 f"{threads} threads")
     return None
