@@ -130,14 +130,16 @@ def test_a_convolution_is_kept_from_the_library_only_with_permission(tmp_path):
     assert own.default_params()["CHANNELS_LAST"] == 1  # 64 input channels
     assert "which ran faster" not in own.description  # wide: the own path is the advice
     # 3 input channels: the description says the library's ran faster there, and the template
-    # walks k along window rows with the narrow tiles
+    # takes the FMA kernel with its tile (the GEMM, one parameter away, walks k along window
+    # rows)
     narrow_path = tmp_path / "conv_narrow.py"
     narrow_path.write_text(text.replace('KERNELEVOLVE_ALLOWED_OPS = ["conv2d"]', "")
                            .replace("in_channels = 64", "in_channels = 3"))
     narrow = analyze(load_problem(narrow_path))
     assert "which ran faster at fewer than 16 input channels per group" in narrow.description
     assert narrow.default_params()["CHANNELS_LAST"] == 2
-    assert narrow.default_params()["BLOCK_M"] == 128 and narrow.default_params()["BLOCK_K"] == 16
+    assert narrow.default_params()["FMA"] == 1 and "FMA" not in own.space  # 576 taps
+    assert narrow.default_params()["BLOCK_M"] == 64 and narrow.default_params()["num_warps"] == 2
     source = own.render(own.default_params())
     assert "conv2d_out = conv_nd(x, self.conv.weight, None, self.conv.stride" in source
     assert "torch.nn.functional.conv2d" not in source

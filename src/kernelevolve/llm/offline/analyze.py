@@ -50,14 +50,16 @@ def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> Ker
             # slower on those with 16 or more input channels per group
             # (benchmarks/results/offline_variants_h200/level2_conv_paths.md)
             advice = (f", which ran faster at fewer than {conv.CHANNELS_LAST_MIN_C} input "
-                      f"channels per group" if set(lowered.own_convs) - {1} else "")
+                      f"channels per group" if {c.layout for c in lowered.own_convs} - {1}
+                      else "")
             desc = (f"{name} (the convolution template's kernels; `--allow-op {name}` keeps the "
                     f"library's{advice}) {tail}")
             cls = "convolution"
-            gemm, gemm_defaults = conv.gemm_space(lowered.own_convs,
+            gemm, gemm_defaults = conv.gemm_space([c.layout for c in lowered.own_convs],
                                                   lib.dtype == torch.float32)
-            space.update(gemm)
-            defaults.update(gemm_defaults)
+            fma, fma_defaults = conv.fma_space(lowered.own_convs)
+            space.update({**gemm, **fma})
+            defaults.update({**gemm_defaults, **fma_defaults})
             # one warp count for both kernels: the implicit GEMM's tiles want 2-8
             space["num_warps"] = tuple(w for w in space["num_warps"] if 2 <= w <= 8)
         else:

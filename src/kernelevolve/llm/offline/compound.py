@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from . import fxgraph
-from .conv import x_layout
+from .conv import conv_shape, fma_call
 from .ir import FLOAT_DTYPES, Lowered, Node, Operand, const, count, ew, reduce
 from .lower import (
     GEMMS,
@@ -273,12 +273,15 @@ class Lowerer(BaseLowerer):
         else:
             fp32 = val_dtype(node) == torch.float32
             c_in_g = w.shape[0] // int(groups) if transposed else w.shape[1]
-            self.own_convs.append(x_layout(c_in_g, int(groups), bool(transposed),
-                                           int(dilation[-1]), w.shape[-1]))
+            own = conv_shape(c_in_g, int(groups), bool(transposed), list(w.shape[2:]),
+                             [int(v) for v in stride], [int(v) for v in padding],
+                             [int(v) for v in dilation])
+            self.own_convs.append(own)
             call = (f"conv_nd({x.operand.expr}, {w.operand.expr}, None, {hp['stride']}, "
                     f"{hp['padding']}, {hp['dilation']}, {hp['groups']}, {bool(transposed)}, "
                     f"{hp['output_padding'] if transposed else 0}"
-                    + (", tf32x3=TF32X3" if fp32 else "") + ", channels_last=CHANNELS_LAST)")
+                    + (", tf32x3=TF32X3" if fp32 else "") + ", channels_last=CHANNELS_LAST"
+                    + (", fma=FMA)" if fma_call(own) else ")"))
         shape = val_shape(node)
         out = Node("load", shape=shape, dtype=val_dtype(node),
                    operand=Operand(call, name, shape, val_dtype(node)))

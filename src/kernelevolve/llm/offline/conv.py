@@ -129,6 +129,7 @@ from kernelevolve.problem import Problem
 
 from . import fxgraph
 from .conv_source import KERNELS, LAUNCHER, MAX_FMA_K
+from .ir import ConvShape
 from .lower import args_of, op_name
 from .plan import KernelPlan, Unsupported
 from .source import module_source
@@ -282,10 +283,36 @@ def tf32x3_default(layout: int) -> int:
     return 2 if layout == 0 else 1
 
 
-def fma_default(gemms: list[_Conv]) -> int:
-    """The default FMA of a chain's implicit GEMMs: 1 (the FMA kernel) where every one has at
-    most FMA_MAX_C input channels per group and a reduction of at most MAX_FMA_K."""
-    return int(all(c.c_in_g <= FMA_MAX_C and c.k <= MAX_FMA_K for c in gemms))
+def conv_shape(c_in_g: int, groups: int, transposed: bool, kernel: list[int],
+               stride: list[int], padding: list[int], dilation: list[int]) -> ConvShape:
+    """What chooses a convolution's kernel and defaults, at the traced sizes."""
+    pointwise = (not transposed and all(k == 1 for k in kernel)
+                 and all(v == 1 for v in stride) and all(v == 0 for v in padding))
+    kind = "depthwise" if c_in_g == 1 else "pointwise" if pointwise else "gemm"
+    # a transposed convolution's phase reaches every (stride / gcd(stride, dilation))-th tap
+    # of a dim's window
+    k = c_in_g * math.prod(-(-t // (s // math.gcd(s, d) if transposed else 1))
+                           for t, s, d in zip(kernel, stride, dilation, strict=True))
+    layout = x_layout(c_in_g, groups, transposed, dilation[-1], kernel[-1])
+    return ConvShape(kind, layout, c_in_g, k)
+
+
+def fma_call(shape: ConvShape) -> bool:
+    """Whether ``conv_nd`` takes ``fma=FMA`` for this convolution: an implicit GEMM whose
+    reduction the FMA kernel can take (the plan then tunes FMA: ``fma_space``)."""
+    return shape.kind == "gemm" and shape.k <= MAX_FMA_K
+
+
+def fma_space(shapes: list[ConvShape]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+    """FMA's space and defaults for a chain's convolutions: tuned where some implicit GEMM's
+    reduction is at most MAX_FMA_K; on (with FMA_DEFAULTS' tile) where every implicit GEMM has
+    at most FMA_MAX_C input channels per group and such a reduction."""
+    gemms = [c for c in shapes if c.kind == "gemm"]
+    if not any(fma_call(c) for c in gemms):
+        return {}, {}
+    if all(c.c_in_g <= FMA_MAX_C and fma_call(c) for c in gemms):
+        return dict(FMA_SPACE), {"FMA": 1, **FMA_DEFAULTS}
+    return dict(FMA_SPACE), {"FMA": 0}
 
 
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
@@ -299,14 +326,7 @@ class _Conv:
     source: str  # the forward expression it convolves, or "" for the previous result
     call_args: list[str]
     name: str
-    # at the traced sizes: "depthwise" (one input channel per group), "pointwise" (1x1, stride
-    # 1, no padding) or "gemm" (the implicit GEMM)
-    kind: str
-    layout: int  # the CHANNELS_LAST it runs best with (x_layout) at the traced sizes
-    c_in_g: int  # input channels per group at the traced sizes
-    # its reduction (a transposed one's longest phase's): input channels per group x window
-    # taps, at the traced sizes
-    k: int
+    shape: ConvShape
     phased: bool  # transposed with a stride along the last dim
 
 
@@ -360,13 +380,9 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     nd = len(w_shape) - 2
     name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
     c_in_g = w_shape[0] // int(groups) if transposed else w_shape[1]
-    layout = x_layout(c_in_g, int(groups), bool(transposed), int(dilation[-1]), w_shape[-1])
-    pointwise = (not transposed and all(k == 1 for k in w_shape[2:])
-                 and all(v == 1 for v in stride) and all(v == 0 for v in padding))
-    kind = "depthwise" if c_in_g == 1 else "pointwise" if pointwise else "gemm"
-    # a transposed convolution's phase reaches at most ceil(taps / stride) taps per dim
-    k = c_in_g * math.prod(-(-t // (int(st) if transposed else 1))
-                           for t, st in zip(w_shape[2:], stride, strict=True))
+    shape = conv_shape(c_in_g, int(groups), bool(transposed), list(w_shape[2:]),
+                       [int(v) for v in stride], [int(v) for v in padding],
+                       [int(v) for v in dilation])
     phased = bool(transposed) and int(stride[-1]) > 1
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:
@@ -380,11 +396,11 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
         args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
                 str(int(groups)), str(bool(transposed)), str(list(out_padding))]
     if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
-        return _Conv("", args, name, kind, layout, c_in_g, k, phased), x
+        return _Conv("", args, name, shape, phased), x
     x_expr = fxgraph.input_expr(traced, x)
     if x_expr is None:
         raise Unsupported(f"a {name} of a computed tensor, which no template covers")
-    return _Conv(x_expr, args, name, kind, layout, c_in_g, k, phased), None
+    return _Conv(x_expr, args, name, shape, phased), None
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
@@ -407,10 +423,10 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if fxgraph.shape(fxgraph.output(traced)) != out_shape:
         raise Unsupported("a view of a convolution's result, which no template covers")
     names = " then ".join(c.name for c in chain)
-    hows = ", then ".join(_HOW[c.kind] for c in chain)
+    hows = ", then ".join(_HOW[c.shape.kind] for c in chain)
     desc = (f"{names} ({hows}), giving a [{', '.join(map(str, out_shape))}] "
             f"{fxgraph.describe_dtype(out_dtype)} tensor")
-    kinds = {c.kind for c in chain}
+    kinds = {c.shape.kind for c in chain}
     tf32x3 = out_dtype == torch.float32 and bool(kinds & {"gemm", "pointwise"})
     space: dict[str, tuple[int, ...]] = {}
     defaults: dict[str, int] = {}
@@ -418,18 +434,16 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if implicit:
         space.update(SPACE)
         space.update(CHANNELS_LAST_SPACE)
-        gemms = [c for c in chain if c.kind == "gemm"]
+        gemms = [c.shape for c in chain if c.shape.kind == "gemm"]
         defaults.update(gemm_defaults([c.layout for c in gemms]))
         if (tf32x3 and defaults["CHANNELS_LAST"] == 2
                 and all(c.c_in_g < TABLE_MAX_C for c in gemms if c.layout != 1)):
             # fp32 with few channels: the table with split once (its 16-wide k slices kept,
             # as measured); level 2's fused chains keep the runs (not measured there)
             defaults["CHANNELS_LAST"] = 0
-        if any(c.k <= MAX_FMA_K for c in gemms):
-            space.update(FMA_SPACE)
-            defaults["FMA"] = fma_default(gemms)
-            if defaults["FMA"]:
-                defaults.update(FMA_DEFAULTS)
+        fma, fma_defaults = fma_space(gemms)
+        space.update(fma)
+        defaults.update(fma_defaults)
     elif "pointwise" in kinds:
         space.update(SPACE)
         defaults.update(POINTWISE_DEFAULTS)

@@ -122,15 +122,21 @@ _DOT_STORE = '''
         else:
             acc = tl.dot(x_tile, w_tile, acc, input_precision="ieee")'''
 
-# The position x channel tiles' epilogue (the implicit GEMMs, the FMA kernel): the bias, the
-# store
-_EPILOGUE = '''
+
+def _epilogue(row="o_row", mask="mask_m", indent=""):
+    """The position x channel tiles' epilogue (the implicit GEMMs, the FMA kernel's phases):
+    the bias, the store of the positions at ``row`` (offsets) where ``mask``."""
+    return """
     co = g * C_OUT_G + offs_n
     if HAS_BIAS:
         acc += tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    out_ptrs = out_ptr + (o_row[:, None] + co[None, :].to(tl.int64) * s_oc)
+    out_ptrs = out_ptr + (ROW[:, None] + co[None, :].to(tl.int64) * s_oc)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
-             mask=mask_m[:, None] & mask_n[None, :])'''
+             mask=MASK[:, None] & mask_n[None, :])""".replace("ROW", row).replace(
+        "MASK", mask).replace("\n    ", "\n    " + indent)
+
+
+_EPILOGUE = _epilogue()
 
 KERNELS = SPLIT_DENSE_KERNEL + '\n\n\n' + _WINDOW + f'''
 
@@ -280,25 +286,44 @@ def conv_gemm_cl_kernel(
 
 
 @triton.jit
+def phase_taps(r, a, b, k, S: tl.constexpr, STEP: tl.constexpr):
+    # Along one dim, the window taps t of phase r: input = j * st + (r + a + t * b) / S where
+    # that division is exact, which holds for every STEP-th tap from the first (a standard
+    # convolution: S = 1, every tap). Returns (first tap, taps, input offset of the first).
+    first = 0
+    found = 0
+    for t in tl.static_range(STEP):
+        hit = (((r + a + t * b) % S) == 0) & (found == 0)
+        first = tl.where(hit, t, first)
+        found = tl.where(hit, 1, found)
+    count = tl.where((found == 1) & (first < k), (k - first + STEP - 1) // STEP, 0)
+    return first, count, (r + a + first * b) // S
+
+
+@triton.jit
 def conv_fma_kernel(
     # Pointers
     x_ptr, w_ptr, b_ptr, out_ptr,
-    # Sizes: output rows N * OD * OH (N * OD with FLAT_HW); output channels per group;
-    # spatial extents
-    ROWS, C_OUT_G, ID, IH, IW, OD, OH, OW,
+    # Sizes: output rows N * OD * OH (N * OD with FLAT_HW) of the grid of positions j every
+    # phase shares; output channels per group; spatial extents (input; the grid of j; the whole
+    # output)
+    ROWS, C_OUT_G, ID, IH, IW, OD, OH, OW, FD, FH, FW,
     # Strides of x [N, C, D, H, W]; of w per group, per output and input channel of a group
-    # and per tap (d, h, w); of the output [N, C, OD, OH, OW] (a transposed convolution's
-    # phase is a strided view); of the bias
+    # and per tap (d, h, w); of the output [N, C, OD, OH, OW] per j (a transposed
+    # convolution's: the stride's multiple) and per position (d, h, w); of the bias
     s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_wi, s_wd, s_wh, s_ww,
-    s_on, s_oc, s_od, s_oh, s_ow, s_b,
-    # Per dim: output stride; the input offset of tap 0 (-padding for a standard convolution)
-    # and its weight tap
-    st_d, st_h, st_w, off_d, off_h, off_w, wk_d, wk_h, wk_w,
-    # Sizes: input channels per group; taps per dim (d, h)
-    C_IN_G, NT_D, NT_H,
-    # Meta-parameters: taps along w; per dim the input step and the weight step per tap
-    NT_W: tl.constexpr, DIL_D: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
-    WST_D: tl.constexpr, WST_H: tl.constexpr, WST_W: tl.constexpr,
+    s_on, s_oc, s_od, s_oh, s_ow, s_pd, s_ph, s_pw, s_b,
+    # Per dim: the input step per j; the window as input = j * st + (phase + a + t * b) / S:
+    # a and b (standard: -padding and the dilation; transposed: padding and -dilation); taps
+    st_d, st_h, st_w, a_d, a_h, a_w, b_d, b_h, b_w, k_d, k_h, k_w,
+    # Sizes: input channels per group
+    C_IN_G,
+    # Meta-parameters: taps along w (the most of any phase); per dim the phases (a transposed
+    # convolution's stride, else 1), the step between a phase's taps and the input step per
+    # such step
+    NT_W: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+    STEP_D: tl.constexpr, STEP_H: tl.constexpr, STEP_W: tl.constexpr,
+    DIL_D: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
     HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_W: tl.constexpr, FLAT_HW: tl.constexpr,
 ):
@@ -307,31 +332,51 @@ def conv_fma_kernel(
     # channels and walks the (input channel, tap row) pairs, a window row's taps unrolled; per
     # tap one input value per position and one weight per channel, their outer product
     # accumulated in fp32 (exact products, no split, no im2col tile through shared memory).
-    # Input tap t of output o is o * st + off + t * DIL per dim. (With the whole window and
-    # the channels unrolled, KernelBench 50's 363 taps gave no result within 5 minutes on an
-    # H200.){_GROUP_TILE}{_ROW}
-    d0 = od * st_d + off_d
-    h0 = oh * st_h + off_h
-    w0 = ow * st_w + off_w
+    # (With the whole window and the channels unrolled, KernelBench 50's 363 taps gave no
+    # result within 5 minutes on an H200.) A transposed convolution's program takes its tile of
+    # j in every stride phase (output positions phase + S * j) one after another: together they
+    # write a contiguous block of the output, so each memory sector is whole before it leaves
+    # L2 (a launch per phase wrote part of every sector a pass).{_GROUP_TILE}{_ROW}
     x_n = n * s_xn + (g * C_IN_G).to(tl.int64) * s_xc
     w_n = g * s_wg + offs_n * s_wo
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for r in range(0, C_IN_G * NT_D * NT_H):
-        c = r // (NT_D * NT_H)
-        t_d = (r // NT_H) % NT_D
-        t_h = r % NT_H
-        i_d = d0 + t_d * DIL_D
-        i_h = h0 + t_h * DIL_H
-        ok_dh = mask_m & (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
-        x_dh = x_n + c * s_xc + i_d * s_xd + i_h * s_xh
-        w_dh = w_n + (c * s_wi + (wk_d + t_d * WST_D) * s_wd + (wk_h + t_h * WST_H) * s_wh)
-        for t_w in tl.static_range(NT_W):
-            i_w = w0 + t_w * DIL_W
-            ok = ok_dh & (i_w >= 0) & (i_w < IW)
-            xv = tl.load(x_ptr + (x_dh + i_w * s_xw), mask=ok, other=0.0).to(tl.float32)
-            wv = tl.load(w_ptr + (w_dh + (wk_w + t_w * WST_W) * s_ww), mask=mask_n,
-                         other=0.0).to(tl.float32)
-            acc += xv[:, None] * wv[None, :]{_EPILOGUE}
+    for p in range(SD * SH * SW):
+        r_d = p // (SH * SW)
+        r_h = (p // SW) % SH
+        r_w = p % SW
+        f_d, nt_d, off_d = phase_taps(r_d, a_d, b_d, k_d, SD, STEP_D)
+        f_h, nt_h, off_h = phase_taps(r_h, a_h, b_h, k_h, SH, STEP_H)
+        f_w, nt_w, off_w = phase_taps(r_w, a_w, b_w, k_w, SW, STEP_W)
+        # a phase some dim's window misses is zero (bias)
+        nt_d = tl.where(nt_h * nt_w > 0, nt_d, 0)
+        d0 = od * st_d + off_d
+        h0 = oh * st_h + off_h
+        w0 = ow * st_w + off_w
+        w_p = w_n + (f_d * s_wd + f_h * s_wh + f_w * s_ww)
+        # the phase's positions: those of the whole output
+        mask_p = (mask_m & (r_d + SD * od < FD) & (r_h + SH * oh < FH)
+                  & (r_w + SW * ow < FW))
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for r in range(0, C_IN_G * nt_d * nt_h):
+            c = r // (nt_d * nt_h)
+            t_d = (r // nt_h) % nt_d
+            t_h = r % nt_h
+            i_d = d0 + t_d * DIL_D
+            i_h = h0 + t_h * DIL_H
+            ok_dh = mask_p & (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
+            x_dh = x_n + c * s_xc + i_d * s_xd + i_h * s_xh
+            w_dh = w_p + (c * s_wi + t_d * STEP_D * s_wd + t_h * STEP_H * s_wh)
+            for t_w in tl.static_range(NT_W):
+                i_w = w0 + t_w * DIL_W
+                # a tap past the phase's: no input column and no channel (bounds, since
+                # Triton 3.9's interpreter rejects a block mask and-ed with a scalar one)
+                in_w = tl.where(t_w < nt_w, IW, 0)
+                ok = ok_dh & (i_w >= 0) & (i_w < in_w)
+                xv = tl.load(x_ptr + (x_dh + i_w * s_xw), mask=ok, other=0.0).to(tl.float32)
+                wv = tl.load(w_ptr + (w_dh + t_w * STEP_W * s_ww),
+                             mask=offs_n < tl.where(t_w < nt_w, C_OUT_G, 0),
+                             other=0.0).to(tl.float32)
+                acc += xv[:, None] * wv[None, :]
+        o_p = o_row + (r_d * s_pd + r_h * s_ph + r_w * s_pw){_epilogue('o_p', 'mask_p', '    ')}
 
 
 @triton.jit
@@ -622,34 +667,44 @@ def _tile_grid(out, c_out_g, groups, block_n):
     return grid, rows, block_w, flat_hw
 
 
-def _group_strides(w5, transposed, c_in_g, c_out_g, s_wi):
+def _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi):
     """w's strides per output channel of a group and per group: it advances by its input
     (transposed) or output channels."""
     s_wo = w5.stride(1) if transposed else w5.stride(0)
     return s_wo, c_in_g * s_wi if transposed else c_out_g * s_wo
 
 
-def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                pad, s_wi):
-    """A convolution with a short reduction (c_in_g x the taps, at most MAX_FMA_K) on the FMA
-    units, a window row's taps unrolled: the implicit GEMMs' position x channel tiles."""
+def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad, dil, s_wi):
+    """A convolution with a short reduction (c_in_g x the taps, at most MAX_FMA_K; a transposed
+    one's longest phase's) on the FMA units, a window row's taps unrolled: the implicit GEMMs'
+    position x channel tiles. A transposed one's every stride phase in one launch, a program
+    taking its tile of j in each (the positions phase + stride * j)."""
+    ks = list(w5.shape[2:])
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     # narrower channel tiles where the last would be mostly padding: on an H200 KernelBench
     # 50's 96 channels ran 3.0 ms in 3 tiles of 32 against 3.3 in 2 of 64
     while block_n > 16 and triton.cdiv(c_out_g, block_n) * block_n - c_out_g > c_out_g // 8:
         block_n //= 2
-    grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
-    off, dil = _tap_lines(taps, offsets, pad)
-    s_wo, s_wg = _group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
+    if transposed:
+        # input = j + (phase + pad - tap * dil) / stride: the phases' grid of j is phase 0's
+        grid_out, phases, a, b = out[:, :, ::st[0], ::st[1], ::st[2]], st, pad, [-d for d in dil]
+        # a phase's taps lie `step` apart: the least step * dil that the stride divides
+        steps = [next(t for t in range(1, s + 1) if t * d % s == 0) for s, d in zip(st, dil)]
+        st = [1, 1, 1]
+    else:  # input = o * stride - pad + tap * dil
+        grid_out, phases, a, b, steps = out, [1, 1, 1], [-p for p in pad], dil, [1, 1, 1]
+    grid, rows, block_w, flat_hw = _tile_grid(grid_out, c_out_g, groups, block_n)
+    s_wo, s_wg = _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
     has_bias = bias is not None
     conv_fma_kernel[grid](
-        x5, w5, bias if has_bias else w5, out, rows, c_out_g, *x5.shape[2:], *out.shape[2:],
-        *x5.stride(), s_wg, s_wo, s_wi, *w5.stride()[2:], *out.stride(),
-        bias.stride(0) if has_bias else 0, *st, *off, *(t[0] for t in taps), c_in_g,
-        taps[0][2], taps[1][2], NT_W=taps[2][2], DIL_D=dil[0], DIL_H=dil[1],
-        DIL_W=dil[2], WST_D=taps[0][1], WST_H=taps[1][1], WST_W=taps[2][1], HAS_BIAS=has_bias,
-        BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw,
-        num_warps=NUM_WARPS)
+        x5, w5, bias if has_bias else w5, grid_out, rows, c_out_g, *x5.shape[2:],
+        *grid_out.shape[2:], *out.shape[2:], *x5.stride(), s_wg, s_wo, s_wi, *w5.stride()[2:],
+        *grid_out.stride(), *out.stride()[2:], bias.stride(0) if has_bias else 0, *st, *a, *b,
+        *ks, c_in_g, NT_W=-(-ks[2] // steps[2]), SD=phases[0], SH=phases[1], SW=phases[2],
+        STEP_D=steps[0], STEP_H=steps[1], STEP_W=steps[2],
+        DIL_D=steps[0] * b[0] // phases[0], DIL_H=steps[1] * b[1] // phases[1],
+        DIL_W=steps[2] * b[2] // phases[2], HAS_BIAS=has_bias, BLOCK_M=BLOCK_M,
+        BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw, num_warps=NUM_WARPS)
 
 
 def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
@@ -709,9 +764,9 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
         return
     k_total = c_in_g * n_taps
-    if fma and 0 < k_total <= MAX_FMA_K:
-        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                    pad, s_wi)
+    if fma and not transposed and 0 < k_total <= MAX_FMA_K:
+        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False, st, pad,
+                    [o[1] for o in offsets], s_wi)
         return
     has_bias = bias is not None
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
@@ -748,7 +803,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
             *w5.stride()[2:], *(t[0] for t in taps), *(t[1] for t in taps),
             *(o[0] for o in offsets), *(o[1] for o in offsets), *(o[2] for o in offsets),
             BLOCK=256)
-    s_wo, s_wg = _group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
+    s_wo, s_wg = _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
     args = (xt, w5, bias if has_bias else w5, table, out, xt_lo, w5,
             xs.special if xs.split else xt,
             rows, k_total, c_in_g, c_out_g, c_out, *xt.shape[2:], *out.shape[2:],
@@ -830,22 +885,24 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     # (``phase_major``), each phase is written contiguous into its block of a phase-major
     # buffer and one pass interleaves them, where a phase's strided stores fill a 1 / stride
     # part of each memory sector (on an H200 it paid off on KernelBench 72 only: conv.py).
+    phases = [(pd, ph, pw) for pd in range(st[0]) for ph in range(st[1]) for pw in range(st[2])]
+    found = {p: [_phase_taps(*a) for a in zip(p, ks, st, pad, dil)] for p in phases}
+    longest = max(d[0][2] * h[0][2] * w[0][2] for d, h, w in found.values())
+    if fma and c_in_g > 1 and 0 < c_in_g * longest <= MAX_FMA_K:
+        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, True, st, pad, dil, s_wi)
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     major = bool(phase_major) and st[2] > 1
     js = [-(-o // s) for o, s in zip(sizes_out, st)]
     buf = (torch.empty((st[0] * st[1] * st[2], n_batch, c_out, *js), dtype=x.dtype,
                        device=x.device) if major else None)
-    for pd in range(st[0]):
-        for ph in range(st[1]):
-            for pw in range(st[2]):
-                found = [_phase_taps(p, k, s, q, d)
-                         for p, k, s, q, d in zip((pd, ph, pw), ks, st, pad, dil)]
-                view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
-                if major:  # the same positions, contiguous in the phase's block
-                    view = buf[(pd * st[1] + ph) * st[2] + pw, :, :, :view.shape[2],
-                               :view.shape[3], :view.shape[4]]
-                _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True,
-                             [f[0] for f in found], [f[1] for f in found], [1, 1, 1],
-                             [0, 0, 0], s_wi, nd, tf32x3, xs, run_w, fma)
+    for i, (pd, ph, pw) in enumerate(phases):
+        view = out[:, :, pd::st[0], ph::st[1], pw::st[2]]
+        if major:  # the same positions, contiguous in the phase's block
+            view = buf[i, :, :, :view.shape[2], :view.shape[3], :view.shape[4]]
+        taps = found[(pd, ph, pw)]
+        _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True, [f[0] for f in taps],
+                     [f[1] for f in taps], [1, 1, 1], [0, 0, 0], s_wi, nd, tf32x3, xs, run_w,
+                     fma)
     if major:
         rows = n_batch * c_out * sizes_out[0] * sizes_out[1]
         block_w = min(256, triton.next_power_of_2(sizes_out[2]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -94,6 +94,18 @@ def count(x: Node, dims: tuple[int, ...], correction: float = 0.0) -> Node:
     return Node("count", (), (dims, float(correction)), (), torch.float32)
 
 
+class ConvShape(NamedTuple):
+    """A convolution at the traced sizes, as its kernel choice and defaults see it."""
+
+    # "depthwise" (one input channel per group), "pointwise" (1x1, stride 1, no padding) or
+    # "gemm" (the implicit GEMM, or the FMA kernel for a short reduction)
+    kind: str
+    layout: int  # the CHANNELS_LAST it runs best with (conv.x_layout)
+    c_in_g: int  # input channels per group
+    # its reduction (a transposed one's longest phase's): input channels per group x taps
+    k: int
+
+
 @dataclass
 class Lowered:
     """The lowered graph: its single output and the structural nodes the templates dispatch on."""
@@ -101,9 +113,9 @@ class Lowered:
     output: Node
     gemms: list[Node] = field(default_factory=list)
     libraries: list[Node] = field(default_factory=list)
-    # of those library results, the convolutions the template writes itself (``conv_nd``): the
-    # CHANNELS_LAST each runs best with (conv.x_layout)
-    own_convs: list[int] = field(default_factory=list)
+    # of those library results, the convolutions the template writes itself (``conv_nd``):
+    # what chooses their kernels and defaults (conv.ConvShape)
+    own_convs: list[ConvShape] = field(default_factory=list)
 
     @property
     def nodes(self) -> list[Node]:

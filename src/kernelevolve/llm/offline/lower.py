@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from .ir import FLOAT_DTYPES, Node, Operand, const, ew
+from .ir import FLOAT_DTYPES, ConvShape, Node, Operand, const, ew
 from .plan import Unsupported
 from .trace import Traced
 
@@ -215,9 +215,8 @@ class BaseLowerer:
         self.env: dict[str, Any] = {}
         self.gemms: list[Node] = []
         self.libraries: list[Node] = []
-        # the CHANNELS_LAST (conv.x_layout) each convolution the template writes (not the
-        # library's) runs best with
-        self.own_convs: list[int] = []
+        # the convolutions the template writes (not the library's), as their kernels see them
+        self.own_convs: list[ConvShape] = []
 
     # -- arguments -------------------------------------------------------------------------
     def arg(self, node: torch.fx.Node, i: int | str, default: Any = None) -> Any:

@@ -126,4 +126,14 @@ def module_source(problem: Problem, doc: str, constants: Mapping[str, int], kern
     cls.append(f"    def forward(self, {', '.join(forward_args)}):")
     cls.extend("        " + line for line in forward_body)
     parts.append("\n".join(cls))
-    return "\n\n\n".join(p.rstrip() for p in parts) + "\n"
+    text = "\n\n\n".join(p.rstrip() for p in parts) + "\n"
+    # Blocks from several templates (and the reference's copied helpers) share one namespace:
+    # a later def of a name would replace an earlier one for every caller
+    seen: set[str] = set()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            if node.name in seen:
+                raise Unsupported(f"the candidate module would define {node.name!r} twice (the "
+                                  f"reference's helpers or two templates' name one alike)")
+            seen.add(node.name)
+    return text
