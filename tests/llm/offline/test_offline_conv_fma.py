@@ -235,3 +235,64 @@ def test_a_fused_chain_with_the_fma_kernel_is_verified(tmp_path, small_pool):
     result = small_pool.evaluate(problem, plan.render(params))
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
     assert any(c.name == "correct on other shapes" for c in result.checks)
+
+
+_SWEEP = textwrap.dedent('''
+    import json, os, random
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton
+    import triton.language as tl
+    from kernelevolve.llm.offline.conv import DEFAULTS
+    from kernelevolve.llm.offline.conv_source import KERNELS, LAUNCHER
+
+    ns = {"torch": torch, "triton": triton, "tl": tl, **DEFAULTS, "BLOCK_M": 32,
+          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64}
+    exec(compile(KERNELS + "\\n\\n" + LAUNCHER, "<conv>", "exec"), ns)
+    launched = []
+    kernel = ns["conv_fma_kernel"]
+    class Spy:
+        def __getitem__(self, grid):
+            launched.append(grid)
+            return kernel[grid]
+    ns["conv_fma_kernel"] = Spy()
+    rng = random.Random(7)
+    torch.manual_seed(7)
+    rows = []
+    for case in range(14):
+        nd = rng.choice([1, 2, 2, 3])
+        groups = rng.choice([1, 2])
+        c_in, c_out_g = 2 * groups * rng.randint(1, 2), rng.randint(1, 5)
+        k = [rng.randint(1, 4) for _ in range(nd)]
+        st = [rng.randint(1, 5) for _ in range(nd)]
+        dil = [rng.randint(1, 3) for _ in range(nd)]
+        pad = [rng.randint(0, (d * (kk - 1)) // 2) for d, kk in zip(dil, k)]
+        opad = [rng.randint(0, max(s, d) - 1) for s, d in zip(st, dil)]
+        size = [rng.randint(1, 6) for _ in range(nd)]
+        x = torch.randn(2, c_in, *size)
+        w = torch.randn(c_in, c_out_g, *k)
+        b = torch.randn(c_out_g * groups) if case % 2 else None
+        f = getattr(torch.nn.functional, f"conv_transpose{nd}d")
+        want = f(x, w, b, st, pad, opad, groups, dil)
+        launched.clear()
+        got = ns["conv_nd"](x, w, b, st, pad, dil, groups, True, opad, fma=True)
+        rows.append({"case": [nd, groups, c_in, k, st, dil, pad, opad, size],
+                     "shape": got.shape == want.shape,
+                     "err": float((got - want).abs().max()) if got.shape == want.shape else 1e9,
+                     "launches": len(launched)})
+    print(json.dumps(rows))
+''')
+
+
+def test_the_fma_kernel_takes_every_phase_of_random_transposed_convolutions():
+    """Transposed convolutions drawn at random (1-3 dims; strides up to 5, dilations up to 3,
+    which share factors or not; paddings, output paddings, groups, a bias or none): one launch of
+    the FMA kernel, every phase in it, matches torch in the interpreter, the phases no window
+    reaches included."""
+    done = subprocess.run([sys.executable, "-c", _SWEEP], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(rows) == 14
+    for row in rows:
+        assert row["shape"] and row["err"] < 1e-4, row
+        assert row["launches"] == 1, row
