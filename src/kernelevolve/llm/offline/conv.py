@@ -32,7 +32,16 @@ the positions the stride skips.
   through the judge (``kernelbench_l1_h200``): 59 0.35x -> 0.97x of eager, 54 0.60x -> 0.86x,
   50 0.78x -> 0.94x (1.00x of compile), 60 1.12x -> 1.46x, 66 1.13x -> 1.58x, and the
   8-channel transposed 72 0.82x -> 1.85x, 75 2.39x -> 3.44x. Tiles with fewer positions than
-  threads ran 7-80x slower (``feasible`` rules them out).
+  threads ran 7-80x slower (``feasible`` rules them out). Also the default where every
+  reduction is at most FMA_DEFAULT_K = 32 long (KernelBench 81: 32 channels x 1 tap a phase).
+  A transposed convolution some of whose stride phases no tap reaches (81's stride 5 with
+  dilation 2: 16 of 25 phases zero) takes every phase in one launch: the kernel works out each
+  phase's taps, and a program computes its tile of j in every phase one after another, so its
+  strided stores fill whole memory sectors while they are in L2 (a launch per phase wrote part
+  of every sector each pass). On an H200 (``conv_fma_phases*.md``): 81 1.96 ms against the
+  GEMM's 2.62, 75 1.32 against 1.6 a phase at a time; 72 (taps in every phase) 1.75 against
+  1.26, so such ones keep a launch per phase. Level 2's fused chains take it on the same terms
+  (``fma_space``).
 - Pointwise (1x1, stride 1, no padding): a plain GEMM per image and group,
   out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P] over the P = OD*OH*OW positions, which
   are contiguous in x and out: the x tile is loaded along them (coalesced), where the implicit
@@ -180,8 +189,13 @@ FMA_SPACE = {"FMA": (0, 1)}
 # with 3 channels KernelBench 59 ran 3.0 ms against the table's 7.7, 54 2.4 against 3.1, 60
 # 6.7 against 8.8, 66 3.5 against 4.3, 50 3.3 against 3.5; transposed with 8, 72 1.1 against
 # 2.3 and 75 1.6 against 2.4; with 32, 77 1.5 against 1.6, 79 6.6 against 1.7 and 81 3.0
-# against 2.6
+# against 2.6 (a launch per phase; in one launch, conv_fma_phases.md: 79 2.7, 81 2.0). Level
+# 2's 8-channel chains 7, 57, 69, 71, 87: 1-6% faster than the GEMM (level2_conv_fma.md)
 FMA_MAX_C = 8
+# ... or where every one's reduction is at most this long, one k slice of the GEMM's tile: on an
+# H200 (conv_fma_phases.md) 81's 32 channels x 1 tap a phase ran 1.96 ms against the GEMM's 2.62;
+# 79's 32 x 3 2.66 against 1.71
+FMA_DEFAULT_K = 32
 # ... and its default tile: 64 positions x 64 channels with 2 warps ran 50, 54, 59, 60, 66 and
 # 72 5-12% faster than 128 x 64 with 4 warps (75 4% slower; conv_fma_warps.md)
 FMA_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 2}
@@ -306,11 +320,13 @@ def fma_call(shape: ConvShape) -> bool:
 def fma_space(shapes: list[ConvShape]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
     """FMA's space and defaults for a chain's convolutions: tuned where some implicit GEMM's
     reduction is at most MAX_FMA_K; on (with FMA_DEFAULTS' tile) where every implicit GEMM has
-    at most FMA_MAX_C input channels per group and such a reduction."""
+    at most FMA_MAX_C input channels per group and such a reduction, or a reduction of at most
+    FMA_DEFAULT_K."""
     gemms = [c for c in shapes if c.kind == "gemm"]
     if not any(fma_call(c) for c in gemms):
         return {}, {}
-    if all(c.c_in_g <= FMA_MAX_C and fma_call(c) for c in gemms):
+    if (all(c.c_in_g <= FMA_MAX_C and fma_call(c) for c in gemms)
+            or all(c.k <= FMA_DEFAULT_K for c in gemms)):
         return dict(FMA_SPACE), {"FMA": 1, **FMA_DEFAULTS}
     return dict(FMA_SPACE), {"FMA": 0}
 

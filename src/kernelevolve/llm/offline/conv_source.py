@@ -674,18 +674,21 @@ def _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi):
     return s_wo, c_in_g * s_wi if transposed else c_out_g * s_wo
 
 
-def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad, dil, s_wi):
+def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad, dil, s_wi,
+                phased=False):
     """A convolution with a short reduction (c_in_g x the taps, at most MAX_FMA_K; a transposed
     one's longest phase's) on the FMA units, a window row's taps unrolled: the implicit GEMMs'
-    position x channel tiles. A transposed one's every stride phase in one launch, a program
-    taking its tile of j in each (the positions phase + stride * j)."""
+    position x channel tiles. ``phased``: a transposed one's every stride phase in one launch, a
+    program taking its tile of j in each (the positions phase + stride * j); else input tap t
+    of output o is o * st - pad + t * dil (a transposed one's phase: ``w5`` a view of its taps,
+    ``out`` of its positions)."""
     ks = list(w5.shape[2:])
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     # narrower channel tiles where the last would be mostly padding: on an H200 KernelBench
     # 50's 96 channels ran 3.0 ms in 3 tiles of 32 against 3.3 in 2 of 64
     while block_n > 16 and triton.cdiv(c_out_g, block_n) * block_n - c_out_g > c_out_g // 8:
         block_n //= 2
-    if transposed:
+    if phased:
         # input = j + (phase + pad - tap * dil) / stride: the phases' grid of j is phase 0's
         grid_out, phases, a, b = out[:, :, ::st[0], ::st[1], ::st[2]], st, pad, [-d for d in dil]
         # a phase's taps lie `step` apart: the least step * dil that the stride divides
@@ -764,9 +767,13 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
         return
     k_total = c_in_g * n_taps
-    if fma and not transposed and 0 < k_total <= MAX_FMA_K:
-        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False, st, pad,
-                    [o[1] for o in offsets], s_wi)
+    if fma and 0 < k_total <= MAX_FMA_K:
+        off, dil = _tap_lines(taps, offsets, pad)
+        # the window's taps this launch reads (a transposed phase's: every step-th from its
+        # first) as a view, tap t at t * dil from the first's input offset
+        w_taps = w5[(slice(None), slice(None), *(slice(f, f + s * n, s) for f, s, n in taps))]
+        _fma_launch(x5, w_taps, bias, out, c_in_g, c_out_g, groups, transposed, st,
+                    [-o for o in off], dil, s_wi)
         return
     has_bias = bias is not None
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
@@ -887,9 +894,14 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     # part of each memory sector (on an H200 it paid off on KernelBench 72 only: conv.py).
     phases = [(pd, ph, pw) for pd in range(st[0]) for ph in range(st[1]) for pw in range(st[2])]
     found = {p: [_phase_taps(*a) for a in zip(p, ks, st, pad, dil)] for p in phases}
-    longest = max(d[0][2] * h[0][2] * w[0][2] for d, h, w in found.values())
-    if fma and c_in_g > 1 and 0 < c_in_g * longest <= MAX_FMA_K:
-        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, True, st, pad, dil, s_wi)
+    counts = [d[0][2] * h[0][2] * w[0][2] for d, h, w in found.values()]
+    if fma and c_in_g > 1 and 0 < c_in_g * max(counts) <= MAX_FMA_K and min(counts) == 0:
+        # Phases no window reaches (zeros): the FMA kernel takes every phase in one launch, a
+        # program its tile of j in each, so its stores fill each memory sector at once. On an
+        # H200 (conv_fma_phases.md) 81 (16 of 25 phases empty) ran 1.96 ms against 3.0 a
+        # launch per phase and 75 1.33 against 1.6; 72 (none empty) 1.75 against 1.3.
+        _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, True, st, pad, dil, s_wi,
+                    phased=True)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     major = bool(phase_major) and st[2] > 1
     js = [-(-o // s) for o, s in zip(sizes_out, st)]
