@@ -137,15 +137,17 @@ def test_fma_and_phase_major_convolutions_match_torch_in_the_interpreter():
 
 
 def _conv(c: int, dtype: str = "float32", transposed: bool = False, stride: int = 1,
-          kernel: int = 5) -> str:
-    """A KernelBench-shaped problem (module-level sizes, which the judge varies)."""
+          kernel: int = 5, groups: int = 1, epilogue: str = "{}", padding: int = 2,
+          size: tuple[int, int] = (12, 11)) -> str:
+    """A KernelBench-shaped problem (module-level sizes, which the judge varies): a convolution
+    to 16 channels (``c`` with groups), its result as ``epilogue`` writes it."""
     cls = "ConvTranspose2d" if transposed else "Conv2d"
     return ("class Model(nn.Module):\n"
             "    def __init__(self, c):\n        super().__init__()\n"
-            f"        self.conv = nn.{cls}(c, 16, {kernel}, stride={stride}, padding=2, "
-            f"dtype=torch.{dtype})\n\n"
-            "    def forward(self, x):\n        return self.conv(x)\n\n\n"
-            f"batch = 2\nc = {c}\nh = 12\nw = 11\n\n\n"
+            f"        self.conv = nn.{cls}(c, {c if groups > 1 else 16}, {kernel}, "
+            f"stride={stride}, padding={padding}, groups={groups}, dtype=torch.{dtype})\n\n"
+            f"    def forward(self, x):\n        return {epilogue.format('self.conv(x)')}\n\n\n"
+            f"batch = 2\nc = {c}\nh = {size[0]}\nw = {size[1]}\n\n\n"
             f"def get_inputs():\n    return [torch.rand(batch, c, h, w, dtype=torch.{dtype})]\n\n\n"
             "def get_init_inputs():\n    return [c]\n")
 
@@ -192,15 +194,8 @@ def test_fma_and_phase_major_candidates_are_verified(tmp_path, small_pool, point
 def _chain(c: int, transposed: bool = False, stride: int = 1, kernel: int = 3,
            groups: int = 1) -> str:
     """A level-2-shaped problem: a convolution, then an elementwise epilogue."""
-    cls = "ConvTranspose2d" if transposed else "Conv2d"
-    return ("class Model(nn.Module):\n"
-            "    def __init__(self, c):\n        super().__init__()\n"
-            f"        self.conv = nn.{cls}(c, {c if groups > 1 else 16}, {kernel}, "
-            f"stride={stride}, padding=1, groups={groups})\n\n"
-            "    def forward(self, x):\n        return torch.relu(self.conv(x)) * 2.0\n\n\n"
-            f"batch = 2\nc = {c}\nh = 9\nw = 10\n\n\n"
-            "def get_inputs():\n    return [torch.rand(batch, c, h, w)]\n\n\n"
-            "def get_init_inputs():\n    return [c]\n")
+    return _conv(c, "float32", transposed, stride, kernel, groups, "torch.relu({}) * 2.0", 1,
+                 (9, 10))
 
 
 @pytest.mark.parametrize(("c", "transposed", "stride", "groups", "fma"), [
