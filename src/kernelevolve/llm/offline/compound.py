@@ -273,9 +273,8 @@ class Lowerer(BaseLowerer):
         else:
             fp32 = val_dtype(node) == torch.float32
             c_in_g = w.shape[0] // int(groups) if transposed else w.shape[1]
-            own = conv_shape(c_in_g, int(groups), bool(transposed), list(w.shape[2:]),
-                             [int(v) for v in stride], [int(v) for v in padding],
-                             [int(v) for v in dilation])
+            own = conv_shape(c_in_g, int(groups), bool(transposed), w.shape[2:], stride,
+                             padding, dilation)
             self.own_convs.append(own)
             call = (f"conv_nd({x.operand.expr}, {w.operand.expr}, None, {hp['stride']}, "
                     f"{hp['padding']}, {hp['dilation']}, {hp['groups']}, {bool(transposed)}, "

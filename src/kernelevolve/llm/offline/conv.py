@@ -129,7 +129,7 @@ output, the GEMMs tile the plane as one row (``FLAT_HW``; 69: 10.8 -> 9.1 ms).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -297,9 +297,13 @@ def tf32x3_default(layout: int) -> int:
     return 2 if layout == 0 else 1
 
 
-def conv_shape(c_in_g: int, groups: int, transposed: bool, kernel: list[int],
-               stride: list[int], padding: list[int], dilation: list[int]) -> ConvShape:
-    """What chooses a convolution's kernel and defaults, at the traced sizes."""
+def conv_shape(c_in_g: int, groups: int, transposed: bool, kernel: Sequence[int],
+               stride: Sequence[int], padding: Sequence[int],
+               dilation: Sequence[int]) -> ConvShape:
+    """What chooses a convolution's kernel and defaults, at the traced sizes (the
+    hyper-parameters as the trace gives them: ints or int-likes, one per dim)."""
+    kernel, stride, padding, dilation = ([int(v) for v in t]
+                                         for t in (kernel, stride, padding, dilation))
     pointwise = (not transposed and all(k == 1 for k in kernel)
                  and all(v == 1 for v in stride) and all(v == 0 for v in padding))
     kind = "depthwise" if c_in_g == 1 else "pointwise" if pointwise else "gemm"
@@ -396,9 +400,8 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     nd = len(w_shape) - 2
     name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
     c_in_g = w_shape[0] // int(groups) if transposed else w_shape[1]
-    shape = conv_shape(c_in_g, int(groups), bool(transposed), list(w_shape[2:]),
-                       [int(v) for v in stride], [int(v) for v in padding],
-                       [int(v) for v in dilation])
+    shape = conv_shape(c_in_g, int(groups), bool(transposed), w_shape[2:], stride, padding,
+                       dilation)
     phased = bool(transposed) and int(stride[-1]) > 1
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:
