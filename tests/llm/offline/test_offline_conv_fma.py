@@ -307,3 +307,21 @@ def test_the_fma_kernel_takes_every_phase_of_random_transposed_convolutions():
         assert row["launches"] == 1 if row["empty"] else row["launches"] == row["phases"], row
     assert sum(row["empty"] for row in rows) >= 4  # both ways drawn
     assert sum(not row["empty"] for row in rows) >= 4
+
+
+def test_a_reference_helper_named_like_a_template_helper_is_refused_by_name(tmp_path):
+    """A candidate module holds the reference's helpers beside the templates' launchers in one
+    namespace: a helper of the same name would silently replace one of them for every caller
+    (as the elementwise template's ``_group_strides`` once replaced the convolution
+    launcher's). The plan says which name instead of writing such a module."""
+    from kernelevolve.llm.offline.plan import Unsupported
+
+    body = _conv(3).replace(
+        "class Model(nn.Module):",
+        "def _tile_grid(c):\n    return c\n\n\nclass Model(nn.Module):").replace(
+        "self.conv = nn.Conv2d(c,", "self.conv = nn.Conv2d(_tile_grid(c),")
+    with pytest.raises(Unsupported, match="'_tile_grid' twice"):
+        analyze(_problem(tmp_path, "clash", body))
+    # the same helper under a name of its own is copied in and covered
+    plan = analyze(_problem(tmp_path, "own", body.replace("_tile_grid", "_channels")))
+    assert "def _channels(c):" in plan.render(plan.default_params())
