@@ -180,6 +180,10 @@ def test_a_wrong_result_makes_the_products_more_precise_first(plans):
     back, why = repair(plan, fixed, "mismatch", "output 0: 2 values outside atol")
     assert back == {**plan.default_params(), "TF32X3": 0} and "default" in why
     assert repair(plan, back, "mismatch", "output 0: 2 values outside atol") is None
+    # b split once with a's parts taken in the kernel (3) steps up to split once
+    in_kernel = {**plan.default_params(), "TF32X3": 3, "GROUP_M": 4}
+    fixed, why = repair(plan, in_kernel, "mismatch", "2 values outside atol")
+    assert fixed == {**in_kernel, "TF32X3": 2} and "TF32X3 3 -> 2" in why
     # other failures leave the precision to the defaults as before
     fixed, _ = repair(plan, split, "timeout", "the evaluation timed out")
     assert fixed == plan.default_params()

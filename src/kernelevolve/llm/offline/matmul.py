@@ -25,6 +25,13 @@ An operand holding an infinity or NaN (its remainder 0, and inf * 0 = NaN) is mu
 FMA units instead, the split pass having flagged it (``special``). History and figures:
 ``benchmarks/results/offline_variants_h200/matmul_split_once_bench.md`` and
 ``matmul_split_chains.md``.
+Split once reads each operand and writes it twice before the GEMM reads it twice; ``TF32X3 = 3``
+splits b only and takes a's parts from each tile it loads: the high part a's bits cut to TF32
+(an exact TF32 value, which the tensor cores take as it is), the remainder ``a - a_hi`` exact and
+rounded by the product, leaving out 2^-21 of a (2^-22 split once). An infinity or NaN in a makes
+its remainder NaN, which reaches the sum, so a program whose sum holds a NaN sums its range
+again on the FMA units. It pays where the pass over a costs more than the split in registers
+repeated for every column of output tiles (``in_kernel_a_pays``).
 The interpreter computes every precision exactly, so only a GPU run tells them apart. TF32
 tensor-core products read both tiles K-major, so on the GPU an operand laid out otherwise (b of
 ``x @ w``, a of ``x.T @ w``) is first copied K-major: one pass over it, far cheaper than the
@@ -64,10 +71,11 @@ SPACE = {"BLOCK_M": (16, 32, 64, 128, 256), "BLOCK_N": (16, 32, 64, 128, 256),
 DEFAULTS_FP32 = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8,
                  "num_stages": 3, "TF32X3": 1, "CHAIN_K": 4096}
 # 1: tf32x3 tensor-core products, 0: ieee FMA, 2: tf32x3 with the operands split once (the
-# default where it measured faster: ``split_once_pays``)
+# default where it measured faster: ``split_once_pays``), 3: b split once, a's parts taken in
+# the kernel from its tiles (no pass over a)
 # CHAIN_K: split once's longest run of K summed on the tensor cores before an fp32 add (their
 # accumulation drifts with its length: 3.3e-5 of the result at 4096 on an H200, positive inputs)
-SPACE_FP32 = {**SPACE, "TF32X3": (1, 0, 2), "CHAIN_K": (1024, 2048, 4096)}
+SPACE_FP32 = {**SPACE, "TF32X3": (1, 0, 2, 3), "CHAIN_K": (1024, 2048, 4096)}
 MAX_CHAINS = 8  # the chains are unrolled loops: more would only lengthen compiling
 # Split once's tiles to try first: two 128 x 128 accumulators fit 8 warps' registers (128 x 256
 # would hold 256 per thread), and four tiles a k step in 3 stages fit shared memory. (The
@@ -77,6 +85,7 @@ SPLIT_ONCE_TILES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 
                     "num_stages": 3, "TF32X3": 2}
 DEFAULTS_16 = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
                "num_stages": 3}
+IN_KERNEL_A_MAX_COLUMNS = 16  # columns of output tiles up to which TF32X3 = 3 is the default
 SPLIT_KS = (1, 2, 4, 8, 16, 32, 64)
 SPLIT_MIN_PROGRAMS = 128  # about one program per SM of a large GPU (H100/H200: 132)
 SPLIT_MAX_WORKSPACE = 2**30  # bytes of fp32 partial sums: more means the output needs no split
@@ -145,6 +154,17 @@ def split_once_pays(spec: GemmSpec) -> bool:
     return min(m, spec.b.shape[-1]) >= 256 and k >= 64 and k % 16 == 0
 
 
+def in_kernel_a_pays(spec: GemmSpec, params: Mapping[str, int]) -> bool:
+    """Whether split once defaults to splitting b only (TF32X3 = 3), a's parts taken in the
+    kernel: where a's tiles meet at most IN_KERNEL_A_MAX_COLUMNS columns of output tiles (the
+    split in registers is repeated for each), against a pass that reads a and writes it twice.
+    On an H200 (``offline_variants_h200/matmul_in_kernel_a.md``) it ran KernelBench 6 (2 columns
+    of tiles, a 512 MB) in 1.26 ms against 1.71 split once (cuBLAS SGEMM 1.31), 10 and 11 (6
+    columns) in 0.50 and 4.95 ms against 0.63 and 5.81, batched 3 (16) in 3.56 against 3.84,
+    and lost on the 4096^2 ones (32 columns: 1, 16, 17: 1.46-1.59 ms against 1.29-1.31)."""
+    return -(-spec.b.shape[-1] // params["BLOCK_N"]) <= IN_KERNEL_A_MAX_COLUMNS
+
+
 def program_k(k: int, split: int, block_k: int) -> int:
     """The length of K one program sums with K split ``split`` ways (the kernel's ``k_per``;
     the launcher counts split once's chains from it)."""
@@ -167,7 +187,7 @@ def split_k(spec: GemmSpec, params: Mapping[str, int]) -> int:
     while (split < SPLIT_KS[-1] and tiles * split < SPLIT_MIN_PROGRAMS
            and k // (2 * split) >= SPLIT_MIN_K):
         split *= 2
-    if params.get("TF32X3") == 2 and split > 1:
+    if params.get("TF32X3") in (2, 3) and split > 1:
         most = 2 * params.get("CHAIN_K", DEFAULTS_FP32["CHAIN_K"])
         while (split < SPLIT_KS[-1] and program_k(k, split, params["BLOCK_K"]) > most
                and 4 * (2 * split) * m * n <= SPLIT_MAX_WORKSPACE):
@@ -230,18 +250,19 @@ class MatmulTemplate:
         size = 2 if self.half else 4
         smem = (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * size * max(
             1, params["num_stages"] - 1)
-        if params.get("TF32X3") == 2:
-            # four tiles a k step (both operands' parts), in every stage: on an H200,
-            # 128 x 256 x 32 with 3 stages asked for 288 KB
-            smem = (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * 8 * params[
-                "num_stages"]
+        if params.get("TF32X3") in (2, 3):
+            # four tiles a k step (both operands' parts; three where only b is split), in
+            # every stage: on an H200, 128 x 256 x 32 with 3 stages asked for 288 KB
+            rows = (2 * params["BLOCK_M"] if params["TF32X3"] == 2 else params["BLOCK_M"]) + (
+                2 * params["BLOCK_N"])
+            smem = rows * params["BLOCK_K"] * 4 * params["num_stages"]
         if smem > SMEM_BYTES:
             return f"{smem // 1024} KB of shared memory for the pipelined tiles (limit 227 KB)"
         per_thread = params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"])
         if per_thread > 128:
             return f"a {per_thread}-register accumulator per thread (spills)"
         split = params.get("SPLIT_K", 1)
-        if params.get("TF32X3") == 2:
+        if params.get("TF32X3") in (2, 3):
             if per_thread > 64:
                 # split once holds two accumulators: the sum and a chain's
                 return f"two {per_thread}-register accumulators per thread (spills)"
@@ -333,30 +354,37 @@ class MatmulTemplate:
         lines += [f"{ind}a_offs = offs_m[:, None].to(tl.int64) * stride_am + "
                   f"({start} + offs_k[None, :]) * stride_ak",
                   f"{ind}b_offs = ({start} + offs_k[:, None]) * stride_bk + "
-                  "offs_n[None, :].to(tl.int64) * stride_bn",
-                  f"{ind}a_ptrs = {a0} + a_offs",
-                  f"{ind}b_ptrs = {b0} + b_offs"]
+                  "offs_n[None, :].to(tl.int64) * stride_bn"]
+        pointers = [f"a_ptrs = {a0} + a_offs", f"b_ptrs = {b0} + b_offs"]
         if not self.half:
-            lines += [f"{ind}alo_ptrs = {a0.replace('a_ptr', 'alo_ptr')} + a_offs",
-                      f"{ind}blo_ptrs = {b0.replace('b_ptr', 'blo_ptr')} + b_offs"]
+            pointers += [f"alo_ptrs = {a0.replace('a_ptr', 'alo_ptr')} + a_offs",
+                         f"blo_ptrs = {b0.replace('b_ptr', 'blo_ptr')} + b_offs"]
+        lines += [f"{ind}{line}" for line in pointers]
         end = "k_hi" if not batched else "K"
 
-        def k_step(load_lo: bool, bound: str = end) -> list[str]:
-            # one k step's tile loads, masked past ``bound`` (K's end, or a chain's)
+        def k_step(lo: str = "", bound: str = end) -> list[str]:
+            # one k step's tile loads, masked past ``bound`` (K's end, or a chain's), with the
+            # remainders of the operands in ``lo``
             step = [f"k_mask = offs_k < {bound} - k",
                     "a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)",
                     "b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], other=0.0)"]
-            if load_lo:
-                step += ["a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
-                         "other=0.0)",
-                         "b_lo = tl.load(blo_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
-                         "other=0.0)"]
+            if "a" in lo:
+                step.append("a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
+                            "other=0.0)")
+            if "b" in lo:
+                step.append("b_lo = tl.load(blo_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
+                            "other=0.0)")
             return step
+
+        def modes(two: list[str], three: list[str]) -> list[str]:
+            # split once's two forms: both operands split (2), or b only (3)
+            return (["if TF32X3 == 3:"] + [f"    {line}" for line in three] + ["else:"]
+                    + [f"    {line}" for line in two])
 
         advance = ["a_ptrs += BLOCK_K * stride_ak", "b_ptrs += BLOCK_K * stride_bk"]
         lo_advance = ["alo_ptrs += BLOCK_K * stride_ak", "blo_ptrs += BLOCK_K * stride_bk"]
         if self.half:
-            body = k_step(False) + [
+            body = k_step() + [
                 "if UPCAST:",
                 "    # The interpreter multiplies 16-bit tiles as raw integers.",
                 "    acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, "
@@ -365,23 +393,32 @@ class MatmulTemplate:
             lines.append(f"{ind}for k in range({start}, {end}, BLOCK_K):")
             lines += [f"{ind}    {line}" for line in body]
         else:
-            chain = k_step(True, "c_hi") + [
+            chain = modes(k_step("ab", "c_hi") + [
                 "part = tl.dot(a_lo, b, part, input_precision=\"tf32\")",
                 "part = tl.dot(a, b_lo, part, input_precision=\"tf32\")",
-                "part = tl.dot(a, b, part, input_precision=\"tf32\")"] + lo_advance + advance
-            special = k_step(True) + [
-                "acc = tl.dot(a + a_lo, b + b_lo, acc, input_precision=\"ieee\")"
-            ] + lo_advance + advance
+                "part = tl.dot(a, b, part, input_precision=\"tf32\")"], k_step("b", "c_hi") + [
+                "# a's TF32 high part: its bits cut; the remainder is exact",
+                "a_hi = (a.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)",
+                "part = tl.dot(a - a_hi, b, part, input_precision=\"tf32\")",
+                "part = tl.dot(a_hi, b_lo, part, input_precision=\"tf32\")",
+                "part = tl.dot(a_hi, b, part, input_precision=\"tf32\")"]) + lo_advance + advance
+            fallback = modes(k_step("ab") + [
+                "acc = tl.dot(a + a_lo, b + b_lo, acc, input_precision=\"ieee\")"],
+                k_step("b") + ["acc = tl.dot(a, b + b_lo, acc, input_precision=\"ieee\")"]
+            ) + lo_advance + advance
             split = [
-                "# split once: a and b hold TF32 high parts, alo and blo the remainders;",
-                "# three plain TF32 products of loaded tiles, chained on the tensor cores.",
+                "# split once: a and b hold TF32 high parts, alo and blo the remainders (3:",
+                "# b only, a's parts taken from its tiles); three plain TF32 products of",
+                "# loaded tiles, chained on the tensor cores.",
                 "# Their accumulation cuts low bits instead of rounding, a drift that grows",
                 "# with the chain (3e-5 of the result at K = 4096, 1.1e-4 at 16384 on an",
                 "# H200, with positive inputs): so K is summed in CHAINS ranges from zero",
                 "# (launched at most CHAIN_K long), each added to acc in fp32. The ranges are",
                 "# unrolled loops one after another, each pipelined (nested in a loop, or",
                 "# added to acc every step, the tensor cores waited).",
-                "if tl.load(special_ptr) == 0:",
+                "flag = tl.load(special_ptr)",
+                "redo = flag != 0",
+                "if flag == 0:",
                 f"    k_len = tl.cdiv(tl.cdiv({end} - {start}, BLOCK_K), CHAINS) * BLOCK_K",
                 "    for c in tl.static_range(CHAINS):",
                 f"        c_hi = tl.minimum({end}, {start} + (c + 1) * k_len)",
@@ -389,21 +426,27 @@ class MatmulTemplate:
                 f"        for k in range({start} + c * k_len, c_hi, BLOCK_K):"]
             split += [f"            {line}" for line in chain]
             split += ["        acc += part",
-                      "else:",
-                      "    # an infinity or NaN in an operand: its remainder is 0, and inf * 0",
-                      "    # is NaN where the reference has an infinity; the parts' sums (the",
-                      "    # value to 2^-22) multiplied on the FMA units instead",
-                      f"    for k in range({start}, {end}, BLOCK_K):"]
-            split += [f"        {line}" for line in special]
+                      "    if TF32X3 == 3:",
+                      "        # an infinity or NaN in a: its remainder (a - a_hi) is NaN, which",
+                      "        # reaches the sum (NaN * 0 is NaN); so does inf - inf",
+                      "        redo = tl.max((acc != acc).to(tl.int32), axis=None) > 0",
+                      "if redo:",
+                      "    # an infinity or NaN in a split operand: its remainder is 0, and",
+                      "    # inf * 0 is NaN where the reference has an infinity; the parts' sums",
+                      "    # (the value to 2^-22) multiplied on the FMA units instead",
+                      "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
+            split += [f"    {line}" for line in pointers]  # from the range's start again
+            split += [f"    for k in range({start}, {end}, BLOCK_K):"]
+            split += [f"        {line}" for line in fallback]
             other = [f"for k in range({start}, {end}, BLOCK_K):"] + [
-                f"    {line}" for line in k_step(False) + [
+                f"    {line}" for line in k_step() + [
                     "if TF32X3:",
                     "    # fp32 as three TF32 tensor-core products (hi*hi + hi*lo + lo*hi):",
                     "    # fp32-level error; plain TF32 would miss the tolerance.",
                     "    acc = tl.dot(a, b, acc, input_precision=\"tf32x3\")",
                     "else:",
                     "    acc = tl.dot(a, b, acc, input_precision=\"ieee\")"] + advance]
-            body = (["if TF32X3 == 2:"] + [f"    {line}" for line in split] + ["else:"]
+            body = (["if TF32X3 >= 2:"] + [f"    {line}" for line in split] + ["else:"]
                     + [f"    {line}" for line in other])
             lines += [f"{ind}{line}" for line in body]
         lines.append("    mask = mask_m[:, None] & mask_n[None, :]")
@@ -508,6 +551,14 @@ class MatmulTemplate:
                       "        a, a_lo = split_tf32(a, special)",
                       "        b, b_lo = (t.transpose(-1, -2)",
                       "                   for t in split_tf32(b.transpose(-1, -2), special))",
+                      "    elif TF32X3 == 3:",
+                      "        # b split once; a read as it is (the kernel takes its TF32 parts from",
+                      "        # each tile), K-major in rows aligned to 16 elements",
+                      "        special = torch.zeros(1, dtype=torch.int32, device=a.device)",
+                      "        if a.stride(-1) != 1 or a.stride(-2) % 16:",
+                      "            a = aligned_rows(a)",
+                      "        b, b_lo = (t.transpose(-1, -2)",
+                      "                   for t in split_tf32(b.transpose(-1, -2), special))",
                       "    elif TF32X3 and a.device.type == \"cuda\":",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
                       "        # b column-major) from rows aligned to 16 elements; an operand",
@@ -589,7 +640,7 @@ class MatmulTemplate:
                       "    # one, and K = 8192 in 1.31 as two, 3.3 as four)",
                       f"    k_range = {k_range}",
                       "    chains = min(max(triton.cdiv(k_range, CHAIN_K), 1 + (k_range >= 4096)), "
-                      f"{MAX_CHAINS}) if TF32X3 == 2 else 1"]
+                      f"{MAX_CHAINS}) if TF32X3 >= 2 else 1"]
         if batched:
             lines += launch("grid", None, 0, "1")
         else:
@@ -639,7 +690,7 @@ class MatmulTemplate:
         defaults = dict(DEFAULTS_16 if half else DEFAULTS_FP32)
         space = dict(SPACE) if half else dict(SPACE_FP32)
         if not half and split_once_pays(spec):
-            defaults["TF32X3"] = 2
+            defaults["TF32X3"] = 3 if in_kernel_a_pays(spec, defaults) else 2
         if not spec.batched:
             space["SPLIT_K"] = SPLIT_KS
             defaults["SPLIT_K"] = split_k(spec, defaults)

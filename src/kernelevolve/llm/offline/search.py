@@ -12,10 +12,12 @@ from .plan import KernelPlan
 
 DIAGNOSES = ("memory-bound", "compute-bound", "occupancy-bound", "launch-bound")
 _ALIASES = {"latency-bound": "occupancy-bound", "occupancy/latency-bound": "occupancy-bound"}
-# Products' precision, least to most precise: ``TF32X3`` 2 (split once: the tensor cores'
-# accumulation chained over up to CHAIN_K of K), 1 (tf32x3, the split each k step), 0 (ieee FMA).
-# A result that missed the tolerance moves one step up before anything else changes.
-_PRECISION = {"TF32X3": (2, 1, 0)}
+# Products' precision, least to most precise: ``TF32X3`` 3 (b split once, a's high part its
+# bits cut in the kernel: 2^-21 of a left out, against 2^-22 split once), 2 (split once: the
+# tensor cores' accumulation chained over up to CHAIN_K of K), 1 (tf32x3, the split each k
+# step), 0 (ieee FMA). A result that missed the tolerance moves one step up before anything
+# else changes.
+_PRECISION = {"TF32X3": (3, 2, 1, 0)}
 _RESOURCE_WORDS = ("out of resources", "outofresources", "shared memory", "smem",
                    "too many resources", "register", "spill", "local memory", "tile footprint")
 
