@@ -362,19 +362,19 @@ class MatmulTemplate:
         lines += [f"{ind}{line}" for line in pointers]
         end = "k_hi" if not batched else "K"
 
-        def k_step(lo: str = "", bound: str = end) -> list[str]:
-            # one k step's tile loads, masked past ``bound`` (K's end, or a chain's), with the
-            # remainders of the operands in ``lo``
+        def k_step(b_lo: bool = False, bound: str = end) -> list[str]:
+            # one k step's tile loads, masked past ``bound`` (K's end, or a chain's), with b's
+            # remainder where ``b_lo``
             step = [f"k_mask = offs_k < {bound} - k",
                     "a = tl.load(a_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)",
                     "b = tl.load(b_ptrs, mask=k_mask[:, None] & mask_n[None, :], other=0.0)"]
-            if "a" in lo:
-                step.append("a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], "
-                            "other=0.0)")
-            if "b" in lo:
+            if b_lo:
                 step.append("b_lo = tl.load(blo_ptrs, mask=k_mask[:, None] & mask_n[None, :], "
                             "other=0.0)")
             return step
+
+        # a's remainder, loaded where both operands are split once (2)
+        a_lo = "a_lo = tl.load(alo_ptrs, mask=mask_m[:, None] & k_mask[None, :], other=0.0)"
 
         def modes(two: list[str], three: list[str]) -> list[str]:
             # split once's two forms: both operands split (2), or b only (3)
@@ -393,18 +393,19 @@ class MatmulTemplate:
             lines.append(f"{ind}for k in range({start}, {end}, BLOCK_K):")
             lines += [f"{ind}    {line}" for line in body]
         else:
-            chain = modes(k_step("ab", "c_hi") + [
+            chain = k_step(True, "c_hi") + modes([
+                a_lo,
                 "part = tl.dot(a_lo, b, part, input_precision=\"tf32\")",
                 "part = tl.dot(a, b_lo, part, input_precision=\"tf32\")",
-                "part = tl.dot(a, b, part, input_precision=\"tf32\")"], k_step("b", "c_hi") + [
+                "part = tl.dot(a, b, part, input_precision=\"tf32\")"], [
                 "# a's TF32 high part: its bits cut; the remainder is exact",
                 "a_hi = (a.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)",
                 "part = tl.dot(a - a_hi, b, part, input_precision=\"tf32\")",
                 "part = tl.dot(a_hi, b_lo, part, input_precision=\"tf32\")",
                 "part = tl.dot(a_hi, b, part, input_precision=\"tf32\")"]) + lo_advance + advance
-            fallback = modes(k_step("ab") + [
-                "acc = tl.dot(a + a_lo, b + b_lo, acc, input_precision=\"ieee\")"],
-                k_step("b") + ["acc = tl.dot(a, b + b_lo, acc, input_precision=\"ieee\")"]
+            fallback = k_step(True) + modes([
+                a_lo, "acc = tl.dot(a + a_lo, b + b_lo, acc, input_precision=\"ieee\")"],
+                ["acc = tl.dot(a, b + b_lo, acc, input_precision=\"ieee\")"]
             ) + lo_advance + advance
             split = [
                 "# split once: a and b hold TF32 high parts, alo and blo the remainders (3:",
