@@ -5,9 +5,13 @@ reference on inputs moved by one rounding is a second sample, and the slack take
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
 import torch
 
-from kernelevolve.tools.harness.compare import compare_outputs
+from kernelevolve.tools.harness.compare import compare_outputs, farther
+from kernelevolve.tools.harness.worker import Evaluation, Verdict
 
 
 def _kl_shifted(t: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -43,3 +47,54 @@ def test_a_nudged_output_of_another_shape_is_ignored():
     ref, cand = torch.tensor([1.0]), torch.tensor([1.1])
     _, problem = compare_outputs(ref, cand, truth=truth, nudged=torch.tensor([5.0, 5.0]))
     assert problem is not None
+
+
+def _sharp_case():
+    """An output whose first nudged sample landed on the truth by chance: the kernel is off by
+    what rounding does there, which only the second sample shows."""
+    truth = torch.tensor([3.0, 9.25, -1.5], dtype=torch.float64)
+    rounding = 4e-3  # what one rounding of the inputs moves the middle element by
+    lucky = truth.float()
+    first = truth.float()  # the first nudge moved nothing much
+    second = (truth + torch.tensor([0.0, rounding, 0.0], dtype=torch.float64)).float()
+    return truth, rounding, lucky, first, second
+
+
+def test_two_nudged_samples_take_the_farther_per_element():
+    truth, rounding, lucky, first, second = _sharp_case()
+    merged = farther(truth, first, second)
+    assert torch.equal(merged[0], second)  # the middle element from the second sample
+    merged = farther(truth, second, first)  # the order does not matter
+    assert torch.equal(merged[0], second)
+    honest = (truth + torch.tensor([0.0, 2 * rounding, 0.0], dtype=torch.float64)).float()
+    _, problem = compare_outputs(lucky, honest, truth=truth, nudged=first)
+    assert problem is not None and "outside" in problem
+    _, problem = compare_outputs(lucky, honest, truth=truth, nudged=farther(truth, first, second))
+    assert problem is None, problem
+    wrong = (truth + torch.tensor([0.0, 20 * rounding, 0.0], dtype=torch.float64)).float()
+    _, problem = compare_outputs(lucky, wrong, truth=truth, nudged=farther(truth, first, second))
+    assert problem is not None and "outside" in problem
+    # leaves that do not match (another shape, an integer) are the first sample's
+    odd = farther([truth, 1], [first, 1], [torch.zeros(5), 2])
+    assert torch.equal(odd[0], first) and odd[1] == 1
+
+
+def test_the_judge_draws_a_second_sample_only_where_the_first_refuses():
+    truth, rounding, lucky, first, second = _sharp_case()
+    judge = SimpleNamespace(cfg={}, errors={})
+    draws: list[int] = []
+
+    def nudged(draw: int = 0):
+        draws.append(draw)
+        return second if draw else first
+
+    honest = (truth + torch.tensor([0.0, 2 * rounding, 0.0], dtype=torch.float64)).float()
+    Evaluation.compare(judge, lucky, honest, "sharp", truth=lambda: truth, nudged=nudged)
+    assert draws == [0, 1]
+    draws.clear()
+    Evaluation.compare(judge, lucky, truth.float(), "exact", truth=lambda: truth, nudged=nudged)
+    assert draws == []  # it matched before any allowance was asked for
+    wrong = (truth + torch.tensor([0.0, 20 * rounding, 0.0], dtype=torch.float64)).float()
+    with pytest.raises(Verdict, match="sharp: output 0: 1 of 3 values outside"):
+        Evaluation.compare(judge, lucky, wrong, "sharp", truth=lambda: truth, nudged=nudged)
+    assert draws == [0, 1]

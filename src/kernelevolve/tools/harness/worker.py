@@ -358,19 +358,21 @@ class Evaluation:
         except Exception:  # the comparison then stays as it was
             return None
 
-    def reference_nudged(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+    def reference_nudged(self, ref: torch.nn.Module, inputs: list[Any], draw: int = 0) -> Any:
         """The reference on its floating inputs each moved by a random relative half-epsilon of
-        their dtype (what rounding them once does), or None where it does not run. How far its
-        output moves from the truth measures the rounding error any kernel of that precision
-        can make there: one sample more than the reference's own error, and the one that sees
-        an output that cancels (a sum of terms far larger than itself)."""
+        their dtype (what rounding them once does; ``draw`` picks the sample), or None where it
+        does not run. How far its output moves from the truth measures the rounding error any
+        kernel of that precision can make there: one sample more than the reference's own
+        error, and the one that sees an output that cancels (a sum of terms far larger than
+        itself)."""
         gen = None
         try:
             nudged = []
             for v in compare.snapshot(inputs):
                 if isinstance(v, torch.Tensor) and v.dtype.is_floating_point and v.numel():
                     if gen is None:
-                        gen = torch.Generator(device=v.device).manual_seed(self.seed + 4100)
+                        gen = torch.Generator(device=v.device).manual_seed(
+                            self.seed + 4100 + 1000 * draw)
                     u = torch.rand(v.shape, generator=gen, device=v.device, dtype=v.dtype)
                     v = v * (1 + (2 * u - 1) * (torch.finfo(v.dtype).eps / 2))
                 nudged.append(v)
@@ -420,18 +422,28 @@ class Evaluation:
 
     def compare(self, expected: Any, actual: Any, label: str,
                 truth: Callable[[], Any] | None = None,
-                nudged: Callable[[], Any] | None = None) -> None:
+                nudged: Callable[..., Any] | None = None) -> None:
         """Compare, and where only the output's own scale refuses it, ask ``truth`` (the
         reference in float64) how inexact the fp32 reference itself is there, and ``nudged``
-        (the reference on inputs moved by one rounding) how much fp32 rounding alone moves it."""
+        (the reference on inputs moved by one rounding; ``nudged(draw=1)`` a second sample)
+        how much fp32 rounding alone moves it."""
         args = (self.cfg.get("atol"), self.cfg.get("rtol"), bool(self.cfg.get("allow_loose_fp32")))
         errors, problem = compare.compare_outputs(expected, actual, *args)
         if problem and truth is not None and "scaled to the output" in problem:
             exact = truth()
             if exact is not None:
-                errors, problem = compare.compare_outputs(
-                    expected, actual, *args, truth=exact,
-                    nudged=nudged() if nudged is not None else None)
+                moved = nudged() if nudged is not None else None
+                errors, problem = compare.compare_outputs(expected, actual, *args, truth=exact,
+                                                          nudged=moved)
+                if problem and moved is not None and nudged is not None:
+                    # One sample can land near the truth by chance where the output is
+                    # sensitive: attention on inputs x 100 (a sharp softmax) refused its correct
+                    # kernel for 2 of 4000 seeds, and a second sample passed both.
+                    again = nudged(draw=1)
+                    if again is not None:
+                        errors, problem = compare.compare_outputs(
+                            expected, actual, *args, truth=exact,
+                            nudged=compare.farther(exact, moved, again))
         for err in errors:
             worst = self.errors.get(err.index)
             if worst is None or err.max_abs_error > worst["max_abs_error"]:
@@ -449,7 +461,7 @@ class Evaluation:
         expected = self.reference(ref, inputs)
         out = self.run_candidate(key, inputs, label)
         self.compare(expected, out, label, truth=lambda: self.reference64(ref, inputs),
-                     nudged=lambda: self.reference_nudged(ref, inputs))
+                     nudged=functools.partial(self.reference_nudged, ref, inputs))
         return out, expected
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
@@ -692,7 +704,7 @@ class Evaluation:
                 self.compare(self.reference(ref, inputs), out,
                              f"timed trial {int(round_) + 1} (an output produced inside the timing "
                              f"loop)", truth=lambda: self.reference64(ref, inputs),
-                             nudged=lambda: self.reference_nudged(ref, inputs))
+                             nudged=functools.partial(self.reference_nudged, ref, inputs))
             self.check("correct inside the timing loop", True,
                        f"{len(samples)} sampled trials of {cand_lat.trials}, each on new input "
                        f"values" if variation.varied else "no floating inputs to vary")
