@@ -13,8 +13,10 @@ template's ``TF32X3`` parameter picks it (1, the default), ``"ieee"`` (0: FMA un
 cores) or the same three products with the split done once, before the GEMM (2, "split once"):
 Triton's tf32x3 splits every loaded tile in registers at every k step, between shared memory and
 the tensor cores; instead a pass (``split_tf32``) writes each operand's TF32 high part and
-remainder, both rounded to nearest, into rows aligned to 16 elements, and the GEMM sums three
-plain ``"tf32"`` products of loaded tiles. The tensor cores' own accumulation cuts low bits
+remainder, both rounded to nearest, into rows padded with zeros to a multiple of 16 elements,
+and the GEMM sums three plain ``"tf32"`` products of loaded tiles. K runs to the padded length
+(the pad multiplies zeros), so the compiler proves the k tiles' masks whole in runs of 16 and
+vectorizes the loads: KernelBench 8's K = 2949 ran 6.9 ms with scalar loads, 3.1 padded. The tensor cores' own accumulation cuts low bits
 instead of rounding, a drift that grows with the length of a chain of products summed on them
 (on an H200, with KernelBench's positive inputs: 3.3e-5 of the result at K = 4096, 1.1e-4 at
 16384, past the harness's 1e-4): so each program's K range is summed in at most ``MAX_CHAINS``
@@ -94,12 +96,14 @@ SMEM_BYTES = 227 * 1024  # Hopper's shared memory per block (H100/H200: 227 KB u
 
 
 _ALIGNED_ROWS = '''def aligned_rows(t):
-    """``t`` copied row-major into rows padded to a multiple of 16 elements (a view of them)."""
+    """``t`` copied row-major into rows padded with zeros to a multiple of 16 elements (all of
+    them: the GEMM may run K to the padded length, its k tiles' masks then provably whole in
+    runs of 16, so the loads vectorize)."""
     k = t.shape[-1]
     rows = torch.empty((*t.shape[:-1], (k + 15) // 16 * 16), dtype=t.dtype, device=t.device)
-    out = rows[..., :k]
-    out.copy_(t)
-    return out'''
+    rows[..., :k].copy_(t)
+    rows[..., k:].zero_()
+    return rows'''
 
 # The split-once pass (TF32X3 = 2): each operand's TF32 high part and remainder
 _SPLIT_KERNEL = TF32_PARTS + '''
@@ -107,21 +111,23 @@ _SPLIT_KERNEL = TF32_PARTS + '''
 
 @triton.jit
 def split_tf32_kernel(
-    # Pointers: x [B, R, K] (any strides); hi and lo [B, R, KP] (rows padded to 16 elements);
-    # special [1] int32, set to 1 where x holds an infinity or NaN
+    # Pointers: x [B, R, K] (any strides); hi and lo [B, R, KP] (rows padded with zeros to 16
+    # elements); special [1] int32, set to 1 where x holds an infinity or NaN
     x_ptr, hi_ptr, lo_ptr, special_ptr,
     # Sizes and strides
     R, K, KP, s_xb, s_xr, s_xk,
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    # x = hi + lo (tf32_parts), written into rows padded to 16 elements
+    # x = hi + lo (tf32_parts), written into rows padded to 16 elements, the pad zeros (x's
+    # 0.0 past K)
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     b = tl.program_id(2).to(tl.int64)
-    mask = (rows < R)[:, None] & (cols < K)[None, :]
+    mask = (rows < R)[:, None] & (cols < KP)[None, :]
     x = tl.load(x_ptr + (b * s_xb + rows[:, None].to(tl.int64) * s_xr
-                         + cols[None, :].to(tl.int64) * s_xk), mask=mask, other=0.0)
+                         + cols[None, :].to(tl.int64) * s_xk), mask=mask & (cols < K)[None, :],
+                other=0.0)
     hi, lo = tf32_parts(x, special_ptr)
     out = (b * R + rows[:, None].to(tl.int64)) * KP + cols[None, :]
     tl.store(hi_ptr + out, hi, mask=mask)
@@ -129,29 +135,32 @@ def split_tf32_kernel(
 
 _SPLIT_LAUNCHER = '''def split_tf32(t, special):
     """``t`` [..., R, K] (2 or 3 dims, fp32, any strides) as its TF32 high part and remainder,
-    each in rows padded to a multiple of 16 elements (views of them); ``special`` (int32 [1])
-    is set to 1 if ``t`` holds an infinity or NaN."""
+    each [..., R, KP]: rows padded with zeros to KP, a multiple of 16 elements; ``special``
+    (int32 [1]) is set to 1 if ``t`` holds an infinity or NaN."""
     k = t.shape[-1]
     kp = (k + 15) // 16 * 16
     t3 = t if t.dim() == 3 else t.unsqueeze(0)
     hi = torch.empty((*t.shape[:-1], kp), dtype=torch.float32, device=t.device)
     lo = torch.empty_like(hi)
     if t.numel():
-        grid = (triton.cdiv(t3.shape[1], 32), triton.cdiv(k, 128), t3.shape[0])
+        grid = (triton.cdiv(t3.shape[1], 32), triton.cdiv(kp, 128), t3.shape[0])
         split_tf32_kernel[grid](t3, hi, lo, special, t3.shape[1], k, kp, *t3.stride(), BLOCK_R=32,
                                 BLOCK_K=128, num_warps=4)
-    return hi[..., :k], lo[..., :k]'''
+    return hi, lo'''
 
 
 def split_once_pays(spec: GemmSpec) -> bool:
     """Whether an fp32 GEMM defaults to split once (TF32X3 = 2) over tf32x3 in the kernel: on
     an H200 it ran KernelBench's level-1 GEMMs 1.05-1.7x faster than tf32x3 (1.2-2.1x of
-    cuBLAS SGEMM, but 0.5x at K = 524288), except K = 2949 (8, 0.93x vs 1.07x: rows padded to
-    16 elements) and K = 32 (9, 0.97x vs 0.99x: one k step, nothing for the split pass to
-    repay); ``offline_variants_h200/matmul_split_chains.md``."""
+    cuBLAS SGEMM, but 0.5x at K = 524288), except K = 32 (9, 0.97x vs 0.99x: one k step,
+    nothing for the split pass to repay); ``offline_variants_h200/matmul_split_chains.md``.
+    K = 2949 (8) lost too (6.9 ms against 6.0) while the split rows were padded but K was
+    not: the k tiles' masks then have no provable runs, so every load was scalar. With the
+    pad zeroed and K run to it, 8 took 3.1 ms split once, 4.4 with tf32x3 and 6.4 in cuBLAS
+    (``offline_variants_h200/matmul_padded_k.md``)."""
     m = math.prod(spec.a.shape[:-1]) if spec.a_flatten else spec.a.shape[-2]
     k = spec.a.shape[-1]
-    return min(m, spec.b.shape[-1]) >= 256 and k >= 64 and k % 16 == 0
+    return min(m, spec.b.shape[-1]) >= 256 and k >= 64
 
 
 def in_kernel_a_pays(spec: GemmSpec, params: Mapping[str, int]) -> bool:
@@ -548,27 +557,32 @@ class MatmulTemplate:
                       "        special = torch.zeros(1, dtype=torch.int32, device=a.device)",
                       "        # split once (on every device, so the interpreter checks the",
                       "        # addressing the GPU runs): a and b become their TF32 high parts,",
-                      "        # K-major in rows aligned to 16 elements, beside their remainders",
+                      "        # K-major in rows padded with zeros to 16 elements, beside their",
+                      "        # remainders; K runs to the padded length (zeros times zeros)",
                       "        a, a_lo = split_tf32(a, special)",
                       "        b, b_lo = (t.transpose(-1, -2)",
                       "                   for t in split_tf32(b.transpose(-1, -2), special))",
                       "    elif TF32X3 == 3:",
                       "        # b split once; a read as it is (the kernel takes its TF32 parts from",
-                      "        # each tile), K-major in rows aligned to 16 elements",
+                      "        # each tile), K-major in rows of a multiple of 16 elements",
                       "        special = torch.zeros(1, dtype=torch.int32, device=a.device)",
-                      "        if a.stride(-1) != 1 or a.stride(-2) % 16:",
+                      "        if a.stride(-1) != 1 or a.stride(-2) % 16 or K % 16:",
                       "            a = aligned_rows(a)",
                       "        b, b_lo = (t.transpose(-1, -2)",
                       "                   for t in split_tf32(b.transpose(-1, -2), special))",
                       "    elif TF32X3 and a.device.type == \"cuda\":",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
-                      "        # b column-major) from rows aligned to 16 elements; an operand",
-                      "        # laid out otherwise is copied once into padded rows, a pass over",
-                      "        # it that costs far less than the product it speeds up.",
-                      "        if a.stride(-1) != 1 or a.stride(-2) % 16:",
+                      "        # b column-major) from rows of a multiple of 16 elements; an",
+                      "        # operand laid out otherwise is copied once into padded rows, a",
+                      "        # pass over it that costs far less than the product it speeds up.",
+                      "        if a.stride(-1) != 1 or a.stride(-2) % 16 or K % 16:",
                       "            a = aligned_rows(a)",
-                      "        if b.stride(-2) != 1 or b.stride(-1) % 16:",
-                      "            b = aligned_rows(b.transpose(-1, -2)).transpose(-1, -2)"]
+                      "        if b.stride(-2) != 1 or b.stride(-1) % 16 or K % 16:",
+                      "            b = aligned_rows(b.transpose(-1, -2)).transpose(-1, -2)",
+                      "    # Where the operands were copied, K to their padded length: its last",
+                      "    # k tile multiplies zeros, and the compiler proves the k masks whole in",
+                      "    # runs of 16 (K = 2949 unpadded: scalar loads, 6.0 ms on an H200).",
+                      "    K = a.shape[-1]"]
         dtype = dtype_expr(self.gemm.dtype, [spec.a], {id(spec.a): a})
         if batched:
             lines.append(f"    out = torch.empty((a.shape[0], M, N), dtype={dtype}, "
