@@ -1,8 +1,6 @@
 """Split once for the convolutions' implicit GEMMs (TF32X3 = 2, tf32.py): a pass writes x (or
 its channels-last copy) and the K-major weight copy as TF32 high parts and remainders, in the
-same layout, and the GEMM sums three plain TF32 products of loaded tiles. TF32X3 = 3 splits the
-weight only and takes x's parts from each tile, x's copy (or a pass over it) flagging its
-infinities and NaNs. Checked in Triton's
+same layout, and the GEMM sums three plain TF32 products of loaded tiles. Checked in Triton's
 interpreter: the dense split (bits, layout kept, a strided input made contiguous, the
 infinity/NaN flag) and convolutions whose input holds infinities and NaNs, which take the FMA
 path and give torch's values; in both input layouts and a transposed convolution's phases."""
@@ -62,18 +60,8 @@ _CHECK = textwrap.dedent('''
                        and torch.equal(hi.nan_to_num(), ns["split_dense"](cl, flag)[0].nan_to_num())
                        and bool((hi + lo - x5).nan_to_num().abs().max() < 1e-6))
     out["cl_flag"] = int(flag)
-    xs = ns["_GemmInput"](cl, True, 0)
+    xs = ns["_GemmInput"](cl, True, False)
     out["cl_kept"] = xs.get()[0] is cl
-    # b only (3): x copied plain, its infinity or NaN flagged by the copy, or by a pass over x
-    # where it is already channels-last
-    flag = torch.zeros(1, dtype=torch.int32)
-    plain3, _ = ns["channels_last_parts"](x5, flag, False, flag=True)
-    out["cl_flag3"] = int(flag) == 1 and torch.equal(plain3.nan_to_num(), plain.nan_to_num())
-    xs = ns["_GemmInput"](cl, True, 3)
-    out["cl_kept3"] = xs.get()[0] is cl and int(xs.special) == 1
-    xs = ns["_GemmInput"](cl.nan_to_num(), True, 3)
-    xs.get()
-    out["finite_unflagged3"] = int(xs.special) == 0
     # convolutions with an infinity and a NaN in x: the FMA path, torch's values
     x = torch.randn(2, 4, 7, 9)
     x[0, 1, 3, 4] = float("inf")
@@ -81,29 +69,19 @@ _CHECK = textwrap.dedent('''
     w = torch.randn(6, 4, 3, 3)
     b = torch.randn(6)
     cases = {}
+    for layout in (0, 1, 2):
+        got = ns["conv_nd"](x, w, b, 1, 1, 1, 1, False, 0, tf32x3=2, channels_last=layout)
+        want = torch.nn.functional.conv2d(x, w, b, padding=1)
+        cases[f"conv_{layout}"] = torch.allclose(got, want, rtol=1e-4, atol=1e-4,
+                                                 equal_nan=True)
     wt = torch.randn(4, 3, 3, 3)
+    got = ns["conv_nd"](x, wt, None, 2, 1, 1, 1, True, 1, tf32x3=2, channels_last=0)
+    want = torch.nn.functional.conv_transpose2d(x, wt, None, 2, 1, 1)
+    cases["transposed"] = torch.allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
     finite = torch.randn(2, 4, 7, 9)
-    for mode in (2, 3):
-        for layout in (0, 1, 2):
-            got = ns["conv_nd"](x, w, b, 1, 1, 1, 1, False, 0, tf32x3=mode,
-                                channels_last=layout)
-            want = torch.nn.functional.conv2d(x, w, b, padding=1)
-            cases[f"conv_{layout}_{mode}"] = torch.allclose(got, want, rtol=1e-4, atol=1e-4,
-                                                            equal_nan=True)
-        got = ns["conv_nd"](x, wt, None, 2, 1, 1, 1, True, 1, tf32x3=mode, channels_last=0)
-        want = torch.nn.functional.conv_transpose2d(x, wt, None, 2, 1, 1)
-        cases[f"transposed_{mode}"] = torch.allclose(got, want, rtol=1e-4, atol=1e-4,
-                                                     equal_nan=True)
-        got = ns["conv_nd"](finite, w, b, 2, 0, 1, 1, False, 0, tf32x3=mode, channels_last=1)
-        want = torch.nn.functional.conv2d(finite, w, b, stride=2)
-        cases[f"finite_{mode}"] = torch.allclose(got, want, rtol=1e-5, atol=1e-5)
-    # an infinity in the weight only: the weight's split flags it (3 as 2). No padding: torch
-    # skips the padding where the kernels multiply it (0 * inf is NaN in every mode)
-    w_inf = w.clone()
-    w_inf[2, 1, 0, 2] = float("inf")
-    got = ns["conv_nd"](finite, w_inf, b, 1, 0, 1, 1, False, 0, tf32x3=3, channels_last=1)
-    want = torch.nn.functional.conv2d(finite, w_inf, b)
-    cases["weight_inf_3"] = torch.allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+    got = ns["conv_nd"](finite, w, b, 2, 0, 1, 1, False, 0, tf32x3=2, channels_last=1)
+    want = torch.nn.functional.conv2d(finite, w, b, stride=2)
+    cases["finite"] = torch.allclose(got, want, rtol=1e-5, atol=1e-5)
     out["cases"] = cases
     print(json.dumps(out))
 ''')
@@ -121,12 +99,8 @@ def test_split_once_convolutions_match_torch_in_the_interpreter():
     # the channels-last copy: x's values, the layout a permuted copy has, split or not; a NaN
     # sets the flag; an x already channels-last is read as it is
     assert res["cl_plain"] and res["cl_split"] and res["cl_flag"] == 1 and res["cl_kept"]
-    # b only (3): the plain copy, or a pass over an x already channels-last, flags a NaN
-    assert res["cl_flag3"] and res["cl_kept3"] and res["finite_unflagged3"]
-    # both forms (2: x and w split; 3: w split, x's parts taken from its tiles) give torch's
-    # values with infinities and NaNs in x (flagged: the FMA path), and without
-    assert res["cases"] == {**{f"{case}_{mode}": True for mode in (2, 3) for case in (
-        "conv_0", "conv_1", "conv_2", "transposed", "finite")}, "weight_inf_3": True}, res["cases"]
+    assert res["cases"] == {"conv_0": True, "conv_1": True, "conv_2": True, "transposed": True,
+                            "finite": True}, res["cases"]
 
 
 def _first_layer(c: int, dtype: str, groups: int = 1) -> str:

@@ -46,7 +46,7 @@ def test_an_fp32_convolution_tunes_tf32x3(tmp_path):
     assert plan.operator_class == "convolution"
     # grouped convolutions read x through the window table: split once by default there
     assert plan.default_params()["CHANNELS_LAST"] == 0
-    assert plan.space["TF32X3"] == (1, 0, 2, 3) and plan.default_params()["TF32X3"] == 2
+    assert plan.space["TF32X3"] == (1, 0, 2) and plan.default_params()["TF32X3"] == 2
     source = plan.render(plan.default_params())
     assert re.search(r"^TF32X3 = 2$", source, re.M)
     assert source.count("tf32x3=TF32X3") == 2  # each convolution of the chain

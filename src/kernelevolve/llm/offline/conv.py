@@ -70,10 +70,7 @@ each tile split in registers, fp32-level error), split once (2, the implicit GEM
 channels-last copy, and the K-major weight copy written as TF32 high parts and remainders in the
 same layout by ``tf32.py``'s passes, the GEMM summing three plain TF32 products of loaded tiles;
 an infinity or NaN in either sets a flag and the products run on the FMA units, as inf * 0 would
-be NaN), the weight split once and x's parts taken from each loaded tile (3: the high part
-x's bits cut to TF32, the remainder ``x - x_hi`` exact, as the matmul template's; x's
-channels-last copy, or a pass over x where none is made, flags its infinities and NaNs) or
-``"ieee"`` (0, FMA units). Split once is the default through the window table, where
+be NaN) or ``"ieee"`` (0, FMA units). Split once is the default through the window table, where
 it measured faster (``tf32x3_default``; fp32 convolutions with fewer than TABLE_MAX_C input
 channels per group take the table for it); over a channels-last copy the second gathered tile
 and the passes cost more than it saved. fp16/bf16 convolutions keep their ieee dot of upcast
@@ -162,9 +159,8 @@ POINTWISE_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps":
 DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 512),
                 "num_warps": (2, 4, 8)}
 # fp32 products of the GEMMs: 1 tf32x3 tensor-core products (each tile split in the kernel),
-# 2 the same of operands split once before the implicit GEMMs (tf32.py), 3 the weight split
-# once and x's parts taken from each tile, 0 ieee FMA
-TF32X3_SPACE = {"TF32X3": (1, 0, 2, 3)}
+# 2 the same of operands split once before the implicit GEMMs (tf32.py), 0 ieee FMA
+TF32X3_SPACE = {"TF32X3": (1, 0, 2)}
 # The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
 # 2 the same with k running along whole window rows (a row's taps along w, their channels
 # adjacent), 0 x as it is through the window table (k = channel, then tap)

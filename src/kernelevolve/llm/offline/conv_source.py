@@ -114,19 +114,6 @@ _DOT_STORE = '''
                 acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32")
             else:
                 acc = tl.dot(x_tile + x_lo, w_tile + w_lo, acc, input_precision="ieee")
-        elif TF32X3 == 3:
-            # w split once, x's parts taken from its tile: the high part its bits cut to TF32
-            # (exact), the remainder x - x_hi exact too. An infinity or NaN in either (the
-            # copy or a pass over x flagged it): the products on the FMA units.
-            w_lo = tl.load(wlo_ptr + w_offs, mask=w_mask, other=0.0)
-            if special == 0:
-                x_hi = (x_tile.to(tl.int32, bitcast=True) & -8192).to(tl.float32,
-                                                                      bitcast=True)
-                acc = tl.dot(x_tile - x_hi, w_tile, acc, input_precision="tf32")
-                acc = tl.dot(x_hi, w_lo, acc, input_precision="tf32")
-                acc = tl.dot(x_hi, w_tile, acc, input_precision="tf32")
-            else:
-                acc = tl.dot(x_tile, w_tile + w_lo, acc, input_precision="ieee")
         elif TF32X3:
             # fp32 as three TF32 tensor-core products of each tile split in registers
             # (hi*hi + hi*lo + lo*hi): fp32-level error; plain TF32 would miss the 1e-4 fp32
@@ -213,7 +200,7 @@ def conv_gemm_kernel(
         w_base = (g * C_OUT_G + offs_n).to(tl.int64) * s_wo
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     special = 0
-    if TF32X3 >= 2:
+    if TF32X3 == 2:
         special = tl.load(special_ptr)
     for k0 in range(0, K, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
@@ -266,7 +253,7 @@ def conv_gemm_cl_kernel(
     slices = tl.cdiv(RUN, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     special = 0
-    if TF32X3 >= 2:
+    if TF32X3 == 2:
         special = tl.load(special_ptr)
     for step in range(0, K_STEPS):
         run = step // slices
@@ -579,10 +566,8 @@ def _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=False):
 class _GemmInput:
     """The x one convolution's implicit GEMMs read (every phase of a transposed one), made
     once: x as it is, or channels-last (``channels_last``: a copy, or x where it already is);
-    ``split`` 2 (split once): as its TF32 high part and remainder, beside ``special``, the
-    flag the split passes set where x or a weight holds an infinity or NaN; 3: x plain (the
-    kernel takes its parts from each tile), flagged by its copy or a pass over it, and only
-    the weight split; 0: nothing split."""
+    with split once (``split``) as its TF32 high part and remainder, beside ``special``, the
+    flag the split passes set where x or a weight holds an infinity or NaN."""
 
     def __init__(self, x5, channels_last, split):
         self.x5, self.channels_last, self.split = x5, channels_last, split
@@ -594,14 +579,10 @@ class _GemmInput:
         """(x, x_lo): the high part and remainder with split once, else x twice."""
         if self._made is None:
             if self.channels_last and not self.x5.permute(0, 2, 3, 4, 1).is_contiguous():
-                self._made = channels_last_parts(self.x5, self.special, self.split == 2,
-                                                 flag=self.split == 3)
-            elif self.split == 2:  # x as it is, or already channels-last
-                self._made = split_dense(self.x5, self.special)
-            else:
-                if self.split == 3:
-                    flag_dense(self.x5, self.special)
-                self._made = (self.x5, self.x5)
+                self._made = channels_last_parts(self.x5, self.special, self.split)
+            else:  # x as it is, or already channels-last
+                self._made = (split_dense(self.x5, self.special) if self.split
+                              else (self.x5, self.x5))
         return self._made
 
     def weight(self, w):
@@ -799,7 +780,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     # a program's positions: rows x BLOCK_W columns of the output
     grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
     # split once where x is split (fp32); otherwise, as in the pointwise GEMM, in the kernel
-    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) < 2 else 1
+    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
     if xs.channels_last:
         xc, xc_lo = xs.get()
         off, dil = _tap_lines(taps, offsets, pad)
@@ -897,8 +878,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # split once where the products are fp32 ones on the tensor cores (the pointwise GEMM
     # splits in its kernel)
-    xs = _GemmInput(x5, bool(channels_last),
-                    int(tf32x3) if int(tf32x3) in (2, 3) and x.dtype == torch.float32 else 0)
+    xs = _GemmInput(x5, bool(channels_last), int(tf32x3) == 2 and x.dtype == torch.float32)
     run_w = int(channels_last) == 2
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,

@@ -36,12 +36,12 @@ SPLIT_DENSE_KERNEL = TF32_PARTS + '''
 @triton.jit
 def channels_last_kernel(
     # Pointers: x [N, C, S] contiguous; hi (and with SPLIT lo) [N, S, C] contiguous; special
-    # [1] int32, set to 1 where x holds an infinity or NaN (SPLIT, or FLAG)
+    # [1] int32, set to 1 where x holds an infinity or NaN (SPLIT)
     x_ptr, hi_ptr, lo_ptr, special_ptr,
     # Sizes: channels, positions
     C, S,
-    # Meta-parameters: split once (hi and lo) or a plain copy (hi = x), flagged with FLAG
-    SPLIT: tl.constexpr, FLAG: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
+    # Meta-parameters: split once (hi and lo) or a plain copy (hi = x)
+    SPLIT: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     # A [BLOCK_C, BLOCK_S] tile read along the positions and written along the channels (the
     # compiler moves it between the two orders through shared memory): both sides coalesced,
@@ -59,23 +59,6 @@ def channels_last_kernel(
         tl.store(lo_ptr + out, lo, mask=mask)
     else:
         tl.store(hi_ptr + out, x, mask=mask)
-        if FLAG:
-            flag_special(x, special_ptr)
-
-
-@triton.jit
-def flag_special(x, special_ptr):
-    # the flag at special_ptr set where x holds an infinity or NaN
-    special = (x.to(tl.int32, bitcast=True) & 0x7F800000) == 0x7F800000
-    if tl.max(special.to(tl.int32)) > 0:
-        tl.store(special_ptr, 1)
-
-
-@triton.jit
-def flag_dense_kernel(x_ptr, special_ptr, n, BLOCK: tl.constexpr):
-    # A dense tensor read once: the flag set where it holds an infinity or NaN
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    flag_special(tl.load(x_ptr + offs, mask=offs < n, other=0.0), special_ptr)
 
 
 @triton.jit
@@ -106,11 +89,10 @@ SPLIT_DENSE_LAUNCHER = '''def _dense(t):
     return t
 
 
-def channels_last_parts(x5, special, split, flag=False):
+def channels_last_parts(x5, special, split):
     """x5 [N, C, D, H, W] copied channels-last ([N, D, H, W, C] in memory, viewed as x5's
     dims), in one pass: with ``split`` as its TF32 high part and remainder (``special`` as
-    in split_dense), else as (copy, copy), ``special`` set as there with ``flag``. A strided
-    x5 is made contiguous first."""
+    in split_dense), else as (copy, copy). A strided x5 is made contiguous first."""
     x5 = x5.contiguous()
     n, c = x5.shape[0], x5.shape[1]
     s = x5[0, 0].numel()
@@ -119,20 +101,10 @@ def channels_last_parts(x5, special, split, flag=False):
     if x5.numel():
         block_c = min(32, triton.next_power_of_2(c))
         grid = (triton.cdiv(s, 128), triton.cdiv(c, block_c), n)
-        channels_last_kernel[grid](x5, made[0], made[-1],
-                                   special if split or flag else made[0], c, s, SPLIT=split,
-                                   FLAG=flag and not split, BLOCK_C=block_c, BLOCK_S=128,
-                                   num_warps=4)
+        channels_last_kernel[grid](x5, made[0], made[-1], special if split else made[0], c, s,
+                                   SPLIT=split, BLOCK_C=block_c, BLOCK_S=128, num_warps=4)
     views = [m.permute(0, 4, 1, 2, 3) for m in made]
     return (views[0], views[-1])
-
-
-def flag_dense(t, special):
-    """``special`` (int32 [1]) set to 1 if ``t`` holds an infinity or NaN: one read of it."""
-    t = _dense(t)
-    if t.numel():
-        flag_dense_kernel[(triton.cdiv(t.numel(), 4096),)](t, special, t.numel(), BLOCK=4096,
-                                                            num_warps=8)
 
 
 def split_dense(t, special):
