@@ -706,6 +706,12 @@ class MatmulTemplate:
         space = dict(SPACE) if half else dict(SPACE_FP32)
         if not half and split_once_pays(spec):
             defaults["TF32X3"] = 3 if in_kernel_a_pays(spec, defaults) else 2
+        if spec.a.shape[-1] <= defaults["BLOCK_K"]:
+            # one k step: the output's stores are the work, and tiles visited along a row of
+            # the output write it in order (KernelBench 9, [32768, 32] @ [32, 32768] on an
+            # H200: 2.36 ms at GROUP_M = 1 against 2.59 at 8; offline_variants_h200/
+            # matmul_one_k_step.md)
+            defaults["GROUP_M"] = 1
         if not spec.batched:
             space["SPLIT_K"] = SPLIT_KS
             defaults["SPLIT_K"] = split_k(spec, defaults)
