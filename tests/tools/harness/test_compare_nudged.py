@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernelevolve.tools.harness.compare import compare_outputs, farther
+from kernelevolve.tools.harness.compare import COMPARE_CHUNK, compare_outputs, farther
 from kernelevolve.tools.harness.worker import Evaluation, Verdict
 
 
@@ -62,21 +62,31 @@ def _sharp_case():
 
 def test_two_nudged_samples_take_the_farther_per_element():
     truth, rounding, lucky, first, second = _sharp_case()
-    merged = farther(truth, first, second)
+    merged = farther(truth, first.clone(), second)
     assert torch.equal(merged[0], second)  # the middle element from the second sample
-    merged = farther(truth, second, first)  # the order does not matter
+    merged = farther(truth, second.clone(), first)  # the order does not matter
     assert torch.equal(merged[0], second)
+    into = first.clone()
+    assert farther(truth, into, second)[0] is into  # merged in place: no copy of the output
     honest = (truth + torch.tensor([0.0, 2 * rounding, 0.0], dtype=torch.float64)).float()
     _, problem = compare_outputs(lucky, honest, truth=truth, nudged=first)
     assert problem is not None and "outside" in problem
-    _, problem = compare_outputs(lucky, honest, truth=truth, nudged=farther(truth, first, second))
+    _, problem = compare_outputs(lucky, honest, truth=truth,
+                                 nudged=farther(truth, first.clone(), second))
     assert problem is None, problem
     wrong = (truth + torch.tensor([0.0, 20 * rounding, 0.0], dtype=torch.float64)).float()
-    _, problem = compare_outputs(lucky, wrong, truth=truth, nudged=farther(truth, first, second))
+    _, problem = compare_outputs(lucky, wrong, truth=truth,
+                                 nudged=farther(truth, first.clone(), second))
     assert problem is not None and "outside" in problem
     # leaves that do not match (another shape, an integer) are the first sample's
     odd = farther([truth, 1], [first, 1], [torch.zeros(5), 2])
     assert torch.equal(odd[0], first) and odd[1] == 1
+    # in chunks: an output longer than one chunk is merged in each
+    big_truth = torch.zeros(2 * COMPARE_CHUNK + 5, dtype=torch.float64)
+    near, far = torch.zeros(big_truth.shape), torch.zeros(big_truth.shape)
+    far[[0, COMPARE_CHUNK + 1, -1]] = 1e-3
+    merged = farther(big_truth, near, far)[0]
+    assert float(merged.sum()) == float(far.sum()) and merged[-1] == far[-1]
 
 
 def test_the_judge_draws_a_second_sample_only_where_the_first_refuses():

@@ -163,25 +163,28 @@ def within_rounding(e: torch.Tensor, a: torch.Tensor, t: torch.Tensor, m: torch.
 
 
 def farther(truth: Any, first: Any, second: Any) -> list[Any]:
-    """The leaves of two nudged references' outputs merged: per element, whichever lies farther
-    from ``truth`` (leaves that are not matching floating tensors come from ``first``). Two
-    samples of what rounding the inputs does: one can land near the truth by chance where the
-    output is sensitive (a sharp softmax), and hold a correct kernel to more than fp32 allows."""
-    out: list[Any] = []
-    a, b = as_list(first), as_list(second)
-    true = as_list(truth)
+    """The leaves of two nudged references' outputs merged into ``first``'s (in place): per
+    element, whichever lies farther from ``truth`` (leaves that are not matching floating
+    tensors stay ``first``'s). Two samples of what rounding the inputs does: one can land near
+    the truth by chance where the output is sensitive (a sharp softmax), and hold a correct
+    kernel to more than fp32 allows. In chunks, as the comparison: a 6 GB output needs no
+    float64 copy of itself."""
+    a, b, true = as_list(first), as_list(second), as_list(truth)
     if not (len(a) == len(b) == len(true)):
         return a
     for t, x, y in zip(true, a, b, strict=True):
-        same = all(isinstance(v, torch.Tensor) for v in (t, x, y)) and (
-            x.shape == y.shape == t.shape and x.dtype == y.dtype and x.dtype.is_floating_point)
-        if not same:
-            out.append(x)
+        if not (all(isinstance(v, torch.Tensor) for v in (t, x, y)) and x.shape == y.shape
+                == t.shape and x.dtype == y.dtype and x.dtype.is_floating_point):
             continue
-        tt = t.to(torch.float64)
-        out.append(torch.where((y.to(torch.float64) - tt).abs() > (x.to(torch.float64) - tt).abs(),
-                               y, x))
-    return out
+        fx, fy, ft = (v.reshape(-1) for v in (x, y, t))
+        if not fx.is_contiguous() or fx.data_ptr() != x.data_ptr():
+            continue  # not a dense tensor the merge can write into: the first sample stays
+        for start in _chunks(fx):
+            part = slice(start, start + _step(fx))
+            tt = ft[part].to(torch.float64)
+            pick = (fy[part].to(torch.float64) - tt).abs() > (fx[part].to(torch.float64) - tt).abs()
+            fx[part] = torch.where(pick, fy[part], fx[part])
+    return a
 
 
 def _structure_mismatch(expected: Any, actual: Any, where: str = "the output") -> str | None:
