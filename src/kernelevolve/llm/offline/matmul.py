@@ -88,6 +88,8 @@ SPLIT_ONCE_TILES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 
                     "num_stages": 3, "TF32X3": 2}
 DEFAULTS_16 = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
                "num_stages": 3}
+# The fp32 tile where K fits one k step (``plan``)
+ONE_STEP_FP32 = {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 1}
 IN_KERNEL_A_MAX_COLUMNS = 16  # columns of output tiles up to which TF32X3 = 3 is the default
 SPLIT_KS = (1, 2, 4, 8, 16, 32, 64)
 SPLIT_MIN_PROGRAMS = 128  # about one program per SM of a large GPU (H100/H200: 132)
@@ -709,10 +711,13 @@ class MatmulTemplate:
             defaults["TF32X3"] = 3 if in_kernel_a_pays(spec, defaults) else 2
         if spec.a.shape[-1] <= defaults["BLOCK_K"]:
             # one k step: the output's stores are the work, and tiles visited along a row of
-            # the output write it in order (KernelBench 9, [32768, 32] @ [32, 32768] on an
-            # H200: 2.36 ms at GROUP_M = 1 against 2.59 at 8; offline_variants_h200/
-            # matmul_one_k_step.md)
+            # the output write it in order; with nothing to pipeline, one stage and smaller
+            # tiles keep more of them in flight (KernelBench 9, [32768, 32] @ [32, 32768] on
+            # an H200: 2.59 ms grouped at 128 x 128 x 3 stages, 2.36 at GROUP_M = 1, 1.91 with
+            # ONE_STEP_FP32's tile; offline_variants_h200/matmul_one_k_step.md)
             defaults["GROUP_M"] = 1
+            if not half:
+                defaults.update(ONE_STEP_FP32)
         if not spec.batched:
             space["SPLIT_K"] = SPLIT_KS
             defaults["SPLIT_K"] = split_k(spec, defaults)
