@@ -174,11 +174,10 @@ def farther(truth: Any, first: Any, second: Any) -> list[Any]:
         return a
     for t, x, y in zip(true, a, b, strict=True):
         if not (all(isinstance(v, torch.Tensor) for v in (t, x, y)) and x.shape == y.shape
-                == t.shape and x.dtype == y.dtype and x.dtype.is_floating_point):
+                == t.shape and x.dtype == y.dtype and x.dtype.is_floating_point
+                and x.is_contiguous()):  # else (nothing to write into) the first sample stays
             continue
-        fx, fy, ft = (v.reshape(-1) for v in (x, y, t))
-        if not fx.is_contiguous() or fx.data_ptr() != x.data_ptr():
-            continue  # not a dense tensor the merge can write into: the first sample stays
+        fx, fy, ft = x.view(-1), y.reshape(-1), t.reshape(-1)
         for start in _chunks(fx):
             part = slice(start, start + _step(fx))
             tt = ft[part].to(torch.float64)
