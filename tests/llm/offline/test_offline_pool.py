@@ -1,7 +1,8 @@
-"""The pooling template (pool.py): constexpr windows, a [BLOCK_R, BLOCK_W] output tile and the
-window-span loads (WINDOW=1) beside one load per window column (WINDOW=0), verified by the real
-harness in the interpreter over 1-3-D max and average pooling with padding, dilation, ceil mode,
-strides other than the window, count_include_pad and divisor_override."""
+"""The pooling template (pool.py): constexpr windows, a [BLOCK_R, BLOCK_W] output tile, the
+window-span loads (WINDOW=1) beside one load per window column (WINDOW=0), and the sliding
+kernel written for a stride-1 window along W (WINDOW=2), verified by the real harness in the
+interpreter over 1-3-D max and average pooling with padding, dilation, ceil mode, strides other
+than the window, count_include_pad and divisor_override."""
 
 from __future__ import annotations
 
@@ -43,6 +44,15 @@ CASES = {
                            "count_include_pad=False)", "2, 3, 15, 18"),
     "avg3d_divisor": ("nn.AvgPool3d((2, 3, 3), stride=(1, 2, 3), padding=(1, 1, 0), "
                       "divisor_override=5)", "1, 2, 7, 9, 11"),
+    # Stride 1 along W (the sliding kernel's case): paddings that are and are not multiples of
+    # its 4-wide vectors, dilation, odd widths, strides elsewhere
+    "max1d_slide_dilated": ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", "2, 3, 70"),
+    "max2d_slide": ("nn.MaxPool2d(4, stride=1, padding=1)", "2, 3, 13, 22"),
+    "avg1d_slide_odd": ("nn.AvgPool1d(8, stride=1, padding=4)", "2, 3, 37"),
+    "avg2d_slide_no_pad_count": ("nn.AvgPool2d((3, 5), stride=(2, 1), padding=(1, 2), "
+                                 "count_include_pad=False)", "2, 3, 9, 19"),
+    "avg3d_slide_divisor": ("nn.AvgPool3d((2, 2, 3), stride=1, padding=(0, 1, 1), "
+                            "divisor_override=7)", "1, 2, 5, 6, 11"),
 }
 
 
@@ -52,21 +62,45 @@ def pool():
         yield p
 
 
-@pytest.mark.parametrize("window", [0, 1])
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_pooling_is_verified(tmp_path, pool, name, window):
+def _plan(tmp_path, name):
     module, shape = CASES[name]
     path = tmp_path / f"{name}.py"
     path.write_text(POOL.format(module=module, shape=shape))
     problem = load_problem(path)
     plan = analyze(problem)
     assert plan.operator_class == "pooling"
-    # A narrow tile and few loads per program: several programs along OW and several rows
-    # per program, so the tile's edges are crossed.
-    params = {**plan.default_params(), "WINDOW": window, "BLOCK_W": 16, "BLOCK": 256,
-              "num_warps": 1}
+    return problem, plan
+
+
+# A narrow tile and few loads per program: several programs along OW and several rows per
+# program, so the tile's edges are crossed.
+NARROW = {"BLOCK_W": 16, "BLOCK": 256, "num_warps": 1}
+
+
+@pytest.mark.parametrize("window", [0, 1, 2])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pooling_is_verified(tmp_path, pool, name, window):
+    problem, plan = _plan(tmp_path, name)
+    params = {**plan.default_params(), **NARROW, "WINDOW": window}
+    assert ("slide" not in name) or plan.template.slide is not None
+    if window == 2 and plan.template.slide is None:
+        assert "stride 1 along W" in (plan.feasible(params) or "")
+        return
     result = pool.evaluate(problem, plan.render(params))
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
+
+
+@pytest.mark.parametrize("name", ["max2d_slide", "avg1d_slide_odd"])
+def test_the_sliding_kernel_is_the_one_that_runs(tmp_path, pool, name):
+    """Its outputs 1 and 2 swapped in the join, the candidate is refused: WINDOW=2 launches the
+    written kernel rather than falling back to pool_kernel."""
+    problem, plan = _plan(tmp_path, name)
+    source = plan.render({**plan.default_params(), **NARROW, "WINDOW": 2})
+    swapped = source.replace("tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3))",
+                             "tl.join(tl.join(acc0, acc1), tl.join(acc2, acc3))")
+    assert swapped != source
+    result = pool.evaluate(problem, swapped)
+    assert not result.ok and result.status == "mismatch", result.message
 
 
 def test_kernelbench_defaults_follow_the_window(kernelbench):
@@ -76,9 +110,10 @@ def test_kernelbench_defaults_follow_the_window(kernelbench):
     def params(name):
         return analyze(load_problem(kernelbench / "level1" / f"{name}.py")).default_params()
 
-    assert params("41_Max_Pooling_1D")["WINDOW"] == 1  # window 8, stride 1
+    assert params("41_Max_Pooling_1D")["WINDOW"] == 2  # window 8, stride 1: slides
     assert params("41_Max_Pooling_1D")["BLOCK_W"] == 1024  # output width 65523
-    assert params("42_Max_Pooling_2D")["WINDOW"] == 0  # 4 x 4, stride 1
+    assert params("42_Max_Pooling_2D")["WINDOW"] == 2  # 4 x 4, stride 1
+    assert params("44_Average_Pooling_1D")["WINDOW"] == 2  # window 8, stride 1
     assert params("43_Max_Pooling_3D")["WINDOW"] == 1  # 3 x 3 x 3, stride 2
     assert params("43_Max_Pooling_3D")["BLOCK_W"] == 64  # output width 62
     avg2d = params("45_Average_Pooling_2D")  # 11 x 11 (16 lanes), stride 11, width 186

@@ -32,8 +32,11 @@ class BlockTemplate:
                     f"warps idle")
         return None
 
+    def kernels(self) -> list[str]:
+        return [self.kernel]
+
     def render(self, params: Mapping[str, int]) -> str:
         constants = {"BLOCK": params["BLOCK"], **{k: params[k] for k in self.extra},
                      "NUM_WARPS": params["num_warps"]}
-        return module_source(self.problem, self.description, constants, [self.kernel],
+        return module_source(self.problem, self.description, constants, self.kernels(),
                              [self.launcher], self.traced.forward_args, [f"return {self.call}"])

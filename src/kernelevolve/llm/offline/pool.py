@@ -9,6 +9,10 @@ window loops unroll and their index arithmetic folds; the index math left is int
 the tile, never an int64 division per element (the first version's four int64 div/mods per
 output were most of its time). The module's hyper-parameters are read at call time.
 
+A window with stride 1 along W may instead run ``pool_slide_kernel``, written out for that
+window (``slide_kernel``): a thread's 4 neighbouring outputs read their span of columns once, as
+aligned vectors, and fold their taps in registers.
+
 Pooling is memory-bound: the floor is reading the input once and writing the output once
 (KernelBench 45, a 17.2 GB input, is 4.1 ms at the H200's ~4.15 TB/s). Overlapping windows
 read each input element several times, which the L1/L2 caches serve when a tile's rows and
@@ -33,9 +37,11 @@ from .plan import KernelPlan, Unsupported
 from .trace import Traced
 
 # BLOCK: loads per window step of one program (BLOCK_R * BLOCK_W * KW_TILE, at least one row);
-# WINDOW: 1 loads a row's window columns as one [BLOCK_W, KW] span, 0 one column at a time.
+# WINDOW: 1 loads a row's window columns as one [BLOCK_W, KW] span, 0 one column at a time,
+# 2 (stride 1 along W only) slides: a thread reads its 4 outputs' window once, in aligned
+# 4-wide vectors, and sums the taps in registers (``slide_kernel``).
 SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "BLOCK_W": (16, 32, 64, 128, 256, 512, 1024),
-         "WINDOW": (0, 1), "num_warps": (1, 2, 4, 8)}
+         "WINDOW": (0, 1, 2), "num_warps": (1, 2, 4, 8)}
 DEFAULTS = {"BLOCK": 1024, "BLOCK_W": 1024, "WINDOW": 0, "num_warps": 4}
 # The window's loads are unrolled, and the compiler hoists them: past about this many loads per
 # thread (window taps x loads per thread per tap) the registers spill. On the H200, 45's 121
@@ -124,6 +130,130 @@ def pool_kernel(
     out_ptrs = out_ptr + rows[:, None].to(tl.int64) * OW + offs_w[None, :]
     tl.store(out_ptrs, res.to(out_ptr.dtype.element_ty), mask=mask_r[:, None] & mask_w[None, :])'''
 
+# Outputs a thread owns along W in the sliding kernel: one 16-byte vector of fp32. A window
+# whose span takes more vectors than MAX_SLIDE_CHUNKS (64 scalars live a thread) is not slid.
+LANES = 4
+MAX_SLIDE_CHUNKS = 16
+
+
+def slide_kernel(kw: int, pw: int, dw: int, is_max: bool) -> str:
+    """``pool_slide_kernel``: a stride-1 window along W of ``kw`` taps, padding ``pw`` and
+    dilation ``dw``, written out for that window.
+
+    A thread owns 4 neighbouring outputs of a row. It reads the input columns their windows
+    span once, as aligned 4-wide vectors (the span starts 4 * ceil(pw / 4) columns before its
+    first output), splits them into scalars and sums (or takes the max of) each output's taps
+    in registers. One load per column a thread needs, instead of one per tap and output, and
+    every load a full, aligned vector: 44 (window 8) had spent its time in L1 on 8 unaligned
+    loads per output.
+    """
+    lead = LANES * -(-pw // LANES)  # the span's first column, before the thread's first output
+    shift = lead - pw  # the span's index of output 0's first tap
+    last = shift + LANES - 1 + (kw - 1) * dw
+    chunks = last // LANES + 1
+    taps = {v: [shift + v + t * dw for t in range(kw)] for v in range(LANES)}
+    fold = "tl.maximum({}, {})" if is_max else "({} + {})"
+
+    def tree(names: list[str]) -> str:  # pairwise, as tl.sum's reduction tree would
+        if len(names) == 1:
+            return names[0]
+        half = len(names) // 2
+        return fold.format(tree(names[:half]), tree(names[half:]))
+
+    init = "tl.full([BLOCK_R, BLOCK_J], -float(\"inf\"), tl.float32)" if is_max else \
+        "tl.zeros([BLOCK_R, BLOCK_J], tl.float32)"
+    other = '-float("inf")' if is_max else "0.0"
+    loads = []
+    for c in range(chunks):
+        loads += [
+            f"cols = col0[:, None] + ({LANES * c} + lane)[None, :]",
+            "ok = ok_r[:, None, None] & ((cols >= 0) & (cols < IW))[None, :, :]",
+            f"v = tl.load(row_ptrs[:, None, None] + cols[None, :, :], mask=ok, other={other})",
+            "p, q = tl.split(tl.reshape(v.to(tl.float32), [BLOCK_R, BLOCK_J, 2, 2]))",
+            f"w{4 * c}, w{4 * c + 2} = tl.split(p)",
+            f"w{4 * c + 1}, w{4 * c + 3} = tl.split(q)",
+        ]
+    combine = [f"acc{v} = {fold.format(f'acc{v}', tree([f'w{u}' for u in taps[v]]))}"
+               for v in range(LANES)]
+    body = "\n".join(" " * 12 + line for line in loads + combine)
+    if is_max:
+        finish = "res = tl.reshape(tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3)), " \
+                 "[BLOCK_R, BLOCK_J, 4])"
+    else:
+        finish = f"""res = tl.reshape(tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3)),
+                     [BLOCK_R, BLOCK_J, 4])
+    if DIVISOR == 0:
+        res = res / divisor
+    else:
+        first = ocols - {pw}
+        if DIVISOR == 1:
+            cnt_d = tl.minimum(d0 + KD, ID + PD) - d0
+            cnt_h = tl.minimum(h0 + KH, IH + PH) - h0
+            cnt_w = tl.minimum(first + {kw}, IW + {pw}) - first
+        else:
+            cnt_d = tl.minimum(d0 + KD, ID) - tl.maximum(d0, 0)
+            cnt_h = tl.minimum(h0 + KH, IH) - tl.maximum(h0, 0)
+            cnt_w = tl.minimum(first + {kw}, IW) - tl.maximum(first, 0)
+        res = res / ((cnt_d * cnt_h)[:, None, None] * cnt_w[None, :, :]).to(tl.float32)"""
+    return f"""# The window along W that pool_slide_kernel is written for: taps, padding, dilation, max
+SLIDE = ({kw}, {pw}, {dw}, {is_max})
+
+
+@triton.jit
+def pool_slide_kernel(
+    # Pointers
+    x_ptr, out_ptr,
+    # Sizes: rows of the output (N * C * OD * OH), channels, input and output extents
+    n_rows, C, ID, IH, IW, OD, OH, OW,
+    # Strides of x [N, C, D, H, W] (W's is 1)
+    s_xn, s_xc, s_xd, s_xh,
+    # divisor_override, used when DIVISOR == 0
+    divisor,
+    # The window along D and H
+    KD: tl.constexpr, KH: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+    PD: tl.constexpr, PH: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr,
+    # Meta-parameters: DIVISOR as pool_kernel's; a tile of BLOCK_R rows by BLOCK_J groups of 4
+    # neighbouring outputs
+    DIVISOR: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr,
+):
+    # W's window ({kw} taps, padding {pw}, dilation {dw}, stride 1) is written out: a thread's
+    # 4 outputs read columns [4 j - {lead}, 4 j + {4 * chunks - lead}) as {chunks} aligned vectors
+    pid = tl.program_id(0)
+    n_jb = tl.cdiv(OW, 4 * BLOCK_J)
+    pid_r = pid // n_jb
+    pid_j = pid - pid_r * n_jb
+    rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_j = pid_j * BLOCK_J + tl.arange(0, BLOCK_J)
+    lane = tl.arange(0, 4)
+    mask_r = rows < n_rows
+    oh = rows % OH
+    t = rows // OH
+    od = t % OD
+    nc = t // OD
+    n = nc // C
+    base = n.to(tl.int64) * s_xn + (nc - n * C).to(tl.int64) * s_xc
+    d0 = od * SD - PD
+    h0 = oh * SH - PH
+    col0 = offs_j * 4 - {lead}
+    ocols = offs_j[:, None] * 4 + lane[None, :]
+    acc0 = {init}
+    acc1 = {init}
+    acc2 = {init}
+    acc3 = {init}
+    for kd in tl.static_range(KD):
+        i_d = d0 + kd * DD
+        ok_d = mask_r & (i_d >= 0) & (i_d < ID)
+        for kh in tl.static_range(KH):
+            i_h = h0 + kh * DH
+            ok_r = ok_d & (i_h >= 0) & (i_h < IH)
+            row_ptrs = x_ptr + base + i_d.to(tl.int64) * s_xd + i_h.to(tl.int64) * s_xh
+{body}
+    {finish}
+    out_ptrs = out_ptr + rows[:, None, None].to(tl.int64) * OW + ocols[None, :, :]
+    tl.store(out_ptrs, res.to(out_ptr.dtype.element_ty),
+             mask=mask_r[:, None, None] & (ocols < OW)[None, :, :])"""
+
+
 LAUNCHER = '''def _per_dim(value, nd, fill, name):
     """A pooling hyper-parameter as 3 ints (leading dims ``fill``): an int or one per dim."""
     values = list(value) if isinstance(value, (list, tuple)) else [value] * nd
@@ -171,31 +301,51 @@ def pool_nd(x, nd, is_max, kernel_size, stride, padding, dilation, ceil_mode,
         # WINDOW, and as many output rows as fill BLOCK loads per window step.
         block_w = min(BLOCK_W, triton.next_power_of_2(ow))
         kw_tile = triton.next_power_of_2(ks[2]) if WINDOW else 1
+        slide = (WINDOW == 2 and SLIDE == (ks[2], pad[2], dil[2], bool(is_max)) and st[2] == 1
+                 and x5.stride(-1) == 1)
         # The CPU interpreter pays per program and per op, not per element: big tiles there,
         # over more warps, so the share of each thread (what the check that the launched kernels
         # compile for the GPU compiles) stays near the GPU's.
         loads, warps = BLOCK, NUM_WARPS
         if x.device.type == "cpu":
             loads, warps = max(BLOCK, 1 << 14), max(NUM_WARPS, 16)
-        block_r = max(1, min(loads // (block_w * kw_tile), triton.next_power_of_2(n_rows)))
-        grid = (triton.cdiv(n_rows, block_r) * triton.cdiv(ow, block_w),)
-        pool_kernel[grid](x5, out, n_rows, chans, *sizes_in, *sizes_out, *x5.stride(), divisor,
-                          *ks, *st, *pad, *dil, IS_MAX=bool(is_max), DIVISOR=mode,
-                          BLOCK_R=block_r, BLOCK_W=block_w, KW_TILE=kw_tile,
-                          num_warps=warps)
+        if slide:
+            # BLOCK outputs a program, 4 to a thread, in rows BLOCK_W (at least 4) wide
+            block_w = max(block_w, 4)
+            block_r = max(1, min(loads // block_w, triton.next_power_of_2(n_rows)))
+            grid = (triton.cdiv(n_rows, block_r) * triton.cdiv(ow, block_w),)
+            pool_slide_kernel[grid](x5, out, n_rows, chans, *sizes_in, *sizes_out,
+                                    *x5.stride()[:4], divisor, *ks[:2], *st[:2], *pad[:2],
+                                    *dil[:2], DIVISOR=mode, BLOCK_R=block_r,
+                                    BLOCK_J=block_w // 4, num_warps=warps)
+        else:
+            block_r = max(1, min(loads // (block_w * kw_tile), triton.next_power_of_2(n_rows)))
+            grid = (triton.cdiv(n_rows, block_r) * triton.cdiv(ow, block_w),)
+            pool_kernel[grid](x5, out, n_rows, chans, *sizes_in, *sizes_out, *x5.stride(),
+                              divisor, *ks, *st, *pad, *dil, IS_MAX=bool(is_max), DIVISOR=mode,
+                              BLOCK_R=block_r, BLOCK_W=block_w, KW_TILE=kw_tile,
+                              num_warps=warps)
     out = out.reshape(n_batch, chans, *sizes_out[3 - nd:])
     return out if batched else out.squeeze(0)'''
 
 @dataclass
 class PoolTemplate(BlockTemplate):
     taps: int = 1  # window elements (KD * KH * KW) of the traced module
+    # pool_slide_kernel written for the traced module's window along W; None when its stride
+    # along W is not 1
+    slide: str | None = None
 
     def feasible(self, params: Mapping[str, int]) -> str | None:
+        if params.get("WINDOW") == 2 and self.slide is None:
+            return "sliding windows (WINDOW=2) need stride 1 along W"
         per_thread = max(1, params["BLOCK"] // (32 * params["num_warps"]))
         if per_thread * self.taps > MAX_UNROLLED:
             return (f"{per_thread} loads per thread for each of {self.taps} unrolled window "
                     f"taps (spills)")
         return super().feasible(params)
+
+    def kernels(self) -> list[str]:
+        return [self.kernel, self.slide or "SLIDE = None"]
 
 
 _MAX = (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)
@@ -233,9 +383,24 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     desc = (f"{'max' if is_max else 'average'} pooling {nd}-d giving a "
             f"[{', '.join(map(str, fxgraph.shape(out)))}] "
             f"{fxgraph.describe_dtype(fxgraph.dtype(out))} tensor")
-    return KernelPlan("pooling", desc, dict(SPACE), defaults(module, fxgraph.shape(out)),
+    kw, sw, pw, dw = (_last(getattr(module, name, 1)) for name in
+                      ("kernel_size", "stride", "padding", "dilation"))
+    sw = sw or kw  # stride None or [] is the window
+    slide = None
+    if sw == 1 and (pw + LANES + (kw - 1) * dw) // LANES < MAX_SLIDE_CHUNKS:
+        slide = slide_kernel(kw, pw, dw if is_max else 1, is_max)
+    return KernelPlan("pooling", desc, dict(SPACE),
+                      defaults(module, fxgraph.shape(out), slide is not None),
                       PoolTemplate(problem, traced, call, desc, KERNEL, LAUNCHER,
-                                   extra=("BLOCK_W", "WINDOW"), taps=_taps(module)))
+                                   extra=("BLOCK_W", "WINDOW"), taps=_taps(module),
+                                   slide=slide))
+
+
+def _last(value: Any) -> int:
+    """A pooling hyper-parameter's entry for the last dim (W)."""
+    if isinstance(value, tuple | list):
+        return int(value[-1]) if value else 0
+    return int(value) if value is not None else 0
 
 
 def _taps(module: Any) -> int:
@@ -244,7 +409,7 @@ def _taps(module: Any) -> int:
         type(module).__name__[-2])
 
 
-def defaults(module: Any, out_shape: tuple[int, ...]) -> dict[str, int]:
+def defaults(module: Any, out_shape: tuple[int, ...], slide: bool = False) -> dict[str, int]:
     """The tile the template starts from for ``module`` at the traced output shape.
 
     WINDOW (a row's window columns loaded as one [BLOCK_W, KW] span) against one load per
@@ -252,8 +417,9 @@ def defaults(module: Any, out_shape: tuple[int, ...]) -> dict[str, int]:
     for 1-D windows (41, 44: 2.68 vs 3.74 ms, 1.75 vs 2.46 ms) and strided 3-D ones (43, 46:
     2.05 vs 6.48 ms, 5.45 vs 7.36 ms), and lost for the 11-wide window padded to 16 lanes (45:
     4.89 vs 4.39 ms) and the stride-1 2-D window (42: 2.69 vs 2.26 ms). So: the span when it
-    wastes at most a quarter of its lanes and the pooling is 1-D or strided. BLOCK_W covers the
-    output's width up to 1024. A large window (45's 121 taps) takes smaller tiles: 512 loads
+    wastes at most a quarter of its lanes and the pooling is 1-D or strided. A window with
+    stride 1 along W slides (``slide``; WINDOW=2) whatever its other dims: 41 1.68 ms, 42 1.61,
+    44 1.22 (``pool_slide.md``). BLOCK_W covers the output's width up to 1024. A large window (45's 121 taps) takes smaller tiles: 512 loads
     per step ran 4.04 ms there, 1024 4.40 ms.
     """
     params = dict(DEFAULTS)
@@ -263,6 +429,8 @@ def defaults(module: Any, out_shape: tuple[int, ...]) -> dict[str, int]:
     nd = int(type(module).__name__[-2])
     lanes = 1 << (kw - 1).bit_length()
     params["WINDOW"] = int(4 * kw >= 3 * lanes and (nd == 1 or sw > 1))
+    if slide:
+        params["WINDOW"] = 2
     if _taps(module) >= 64:
         params["BLOCK"] = 512
     width = max(1, out_shape[-1] if out_shape else 1)
