@@ -1,6 +1,6 @@
 """The pooling template (pool.py): constexpr windows, a [BLOCK_R, BLOCK_W] output tile, the
 window-span loads (WINDOW=1) beside one load per window column (WINDOW=0), and the sliding
-kernel written for a stride-1 window along W (WINDOW=2), verified by the real harness in the
+kernel written for the window along W (WINDOW=2, strides 1-4), verified by the real harness in the
 interpreter over 1-3-D max and average pooling with padding, dilation, ceil mode, strides other
 than the window, count_include_pad and divisor_override."""
 
@@ -53,6 +53,8 @@ CASES = {
                                  "count_include_pad=False)", "2, 3, 9, 19"),
     "avg3d_slide_divisor": ("nn.AvgPool3d((2, 2, 3), stride=1, padding=(0, 1, 1), "
                             "divisor_override=7)", "1, 2, 5, 6, 11"),
+    # a stride along W past MAX_SLIDE_SW: no sliding kernel
+    "max1d_stride5": ("nn.MaxPool1d(5, stride=5, padding=1)", "2, 3, 41"),
 }
 
 
@@ -82,15 +84,16 @@ NARROW = {"BLOCK_W": 16, "BLOCK": 256, "num_warps": 1}
 def test_pooling_is_verified(tmp_path, pool, name, window):
     problem, plan = _plan(tmp_path, name)
     params = {**plan.default_params(), **NARROW, "WINDOW": window}
-    assert ("slide" not in name) or plan.template.slide is not None
+    # every window slides (strides along W of 1-3 here) but the stride-5 one
+    assert (plan.template.slide is None) == (name == "max1d_stride5")
     if window == 2 and plan.template.slide is None:
-        assert "stride 1 along W" in (plan.feasible(params) or "")
+        assert "a stride along W of at most 4" in (plan.feasible(params) or "")
         return
     result = pool.evaluate(problem, plan.render(params))
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
 
 
-@pytest.mark.parametrize("name", ["max2d_slide", "avg1d_slide_odd"])
+@pytest.mark.parametrize("name", ["max2d_slide", "avg1d_slide_odd", "max2d_ceil"])
 def test_the_sliding_kernel_is_the_one_that_runs(tmp_path, pool, name):
     """Its outputs 1 and 2 swapped in the join, the candidate is refused: WINDOW=2 launches the
     written kernel rather than falling back to pool_kernel."""
@@ -104,7 +107,8 @@ def test_the_sliding_kernel_is_the_one_that_runs(tmp_path, pool, name):
 
 
 def test_kernelbench_defaults_follow_the_window(kernelbench):
-    """Window-span loads for 1-D and strided windows that fill their power-of-two lanes, one
+    """Sliding windows where the stride along W is 1 or the window is not dilated there;
+    else window-span loads for 1-D and strided windows that fill their power-of-two lanes, one
     column at a time otherwise (as measured on the H200); the tile as wide as the output up
     to 1024."""
     def params(name):
@@ -114,7 +118,9 @@ def test_kernelbench_defaults_follow_the_window(kernelbench):
     assert params("41_Max_Pooling_1D")["BLOCK_W"] == 1024  # output width 65523
     assert params("42_Max_Pooling_2D")["WINDOW"] == 2  # 4 x 4, stride 1
     assert params("44_Average_Pooling_1D")["WINDOW"] == 2  # window 8, stride 1
-    assert params("43_Max_Pooling_3D")["WINDOW"] == 1  # 3 x 3 x 3, stride 2
+    assert params("43_Max_Pooling_3D")["WINDOW"] == 1  # 3 x 3 x 3, stride 2, dilation 3
+    avg3d = params("46_Average_Pooling_3D")  # 3 x 3 x 3, stride 2: slides, a group a thread
+    assert avg3d["WINDOW"] == 2 and avg3d["BLOCK"] == 256 and avg3d["num_warps"] == 2
     assert params("43_Max_Pooling_3D")["BLOCK_W"] == 64  # output width 62
     avg2d = params("45_Average_Pooling_2D")  # 11 x 11 (16 lanes), stride 11, width 186
     assert avg2d["WINDOW"] == 0 and avg2d["BLOCK_W"] == 256 and avg2d["BLOCK"] == 512

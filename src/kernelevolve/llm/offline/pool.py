@@ -9,9 +9,9 @@ window loops unroll and their index arithmetic folds; the index math left is int
 the tile, never an int64 division per element (the first version's four int64 div/mods per
 output were most of its time). The module's hyper-parameters are read at call time.
 
-A window with stride 1 along W may instead run ``pool_slide_kernel``, written out for that
-window (``slide_kernel``): a thread's 4 neighbouring outputs read their span of columns once, as
-aligned vectors, and fold their taps in registers.
+A window may instead run ``pool_slide_kernel``, written out for its extent, stride, padding
+and dilation along W (``slide_kernel``): a thread's 4 neighbouring outputs read their span of
+columns once, as aligned vectors, and fold their taps in registers.
 
 Pooling is memory-bound: the floor is reading the input once and writing the output once
 (KernelBench 45, a 17.2 GB input, is 4.1 ms at the H200's ~4.15 TB/s). Overlapping windows
@@ -38,8 +38,8 @@ from .trace import Traced
 
 # BLOCK: loads per window step of one program (BLOCK_R * BLOCK_W * KW_TILE, at least one row);
 # WINDOW: 1 loads a row's window columns as one [BLOCK_W, KW] span, 0 one column at a time,
-# 2 (stride 1 along W only) slides: a thread reads its 4 outputs' window once, in aligned
-# 4-wide vectors, and sums the taps in registers (``slide_kernel``).
+# 2 slides: a thread reads its 4 neighbouring outputs' windows once, in aligned 4-wide
+# vectors, and folds the taps in registers (``slide_kernel``; strides along W up to MAX_SLIDE_SW).
 SPACE = {"BLOCK": (256, 512, 1024, 2048, 4096), "BLOCK_W": (16, 32, 64, 128, 256, 512, 1024),
          "WINDOW": (0, 1, 2), "num_warps": (1, 2, 4, 8)}
 DEFAULTS = {"BLOCK": 1024, "BLOCK_W": 1024, "WINDOW": 0, "num_warps": 4}
@@ -131,14 +131,27 @@ def pool_kernel(
     tl.store(out_ptrs, res.to(out_ptr.dtype.element_ty), mask=mask_r[:, None] & mask_w[None, :])'''
 
 # Outputs a thread owns along W in the sliding kernel: one 16-byte vector of fp32. A window
-# whose span takes more vectors than MAX_SLIDE_CHUNKS (64 scalars live a thread) is not slid.
+# whose span takes more vectors than MAX_SLIDE_CHUNKS (64 scalars live a thread), or whose
+# stride along W passes MAX_SLIDE_SW (the span then mostly columns no window reads), is not slid.
 LANES = 4
 MAX_SLIDE_CHUNKS = 16
+MAX_SLIDE_SW = 4
 
 
-def slide_kernel(kw: int, pw: int, dw: int, is_max: bool) -> str:
-    """``pool_slide_kernel``: a stride-1 window along W of ``kw`` taps, padding ``pw`` and
-    dilation ``dw``, written out for that window.
+def _slide_span(kw: int, sw: int, pw: int, dw: int) -> tuple[int, int, int]:
+    """The sliding kernel's span for a window along W: (lead, shift, chunks): it starts
+    ``lead`` columns before the thread's first output's column times the stride (a multiple of
+    LANES, so aligned), output 0's first tap is its element ``shift``, and it is ``chunks``
+    vectors long."""
+    lead = LANES * -(-pw // LANES)
+    shift = lead - pw
+    last = shift + (LANES - 1) * sw + (kw - 1) * dw
+    return lead, shift, last // LANES + 1
+
+
+def slide_kernel(kw: int, sw: int, pw: int, dw: int, is_max: bool) -> str:
+    """``pool_slide_kernel``: a window along W of ``kw`` taps, stride ``sw``, padding ``pw``
+    and dilation ``dw``, written out for that window.
 
     A thread owns 4 neighbouring outputs of a row. It reads the input columns their windows
     span once, as aligned 4-wide vectors (the span starts 4 * ceil(pw / 4) columns before its
@@ -147,11 +160,8 @@ def slide_kernel(kw: int, pw: int, dw: int, is_max: bool) -> str:
     every load a full, aligned vector: 44 (window 8) had spent its time in L1 on 8 unaligned
     loads per output.
     """
-    lead = LANES * -(-pw // LANES)  # the span's first column, before the thread's first output
-    shift = lead - pw  # the span's index of output 0's first tap
-    last = shift + LANES - 1 + (kw - 1) * dw
-    chunks = last // LANES + 1
-    taps = {v: [shift + v + t * dw for t in range(kw)] for v in range(LANES)}
+    lead, shift, chunks = _slide_span(kw, sw, pw, dw)
+    taps = {v: [shift + v * sw + t * dw for t in range(kw)] for v in range(LANES)}
     fold = "tl.maximum({}, {})" if is_max else "({} + {})"
 
     def tree(names: list[str]) -> str:  # pairwise, as tl.sum's reduction tree would
@@ -185,7 +195,7 @@ def slide_kernel(kw: int, pw: int, dw: int, is_max: bool) -> str:
     if DIVISOR == 0:
         res = res / divisor
     else:
-        first = ocols - {pw}
+        first = ocols * {sw} - {pw}
         if DIVISOR == 1:
             cnt_d = tl.minimum(d0 + KD, ID + PD) - d0
             cnt_h = tl.minimum(h0 + KH, IH + PH) - h0
@@ -195,8 +205,8 @@ def slide_kernel(kw: int, pw: int, dw: int, is_max: bool) -> str:
             cnt_h = tl.minimum(h0 + KH, IH) - tl.maximum(h0, 0)
             cnt_w = tl.minimum(first + {kw}, IW) - tl.maximum(first, 0)
         res = res / ((cnt_d * cnt_h)[:, None, None] * cnt_w[None, :, :]).to(tl.float32)"""
-    return f"""# The window along W that pool_slide_kernel is written for: taps, padding, dilation, max
-SLIDE = ({kw}, {pw}, {dw}, {is_max})
+    return f"""# The window along W that pool_slide_kernel is written for: taps, stride, padding, dilation, max
+SLIDE = ({kw}, {sw}, {pw}, {dw}, {is_max})
 
 
 @triton.jit
@@ -216,8 +226,9 @@ def pool_slide_kernel(
     # neighbouring outputs
     DIVISOR: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_J: tl.constexpr,
 ):
-    # W's window ({kw} taps, padding {pw}, dilation {dw}, stride 1) is written out: a thread's
-    # 4 outputs read columns [4 j - {lead}, 4 j + {4 * chunks - lead}) as {chunks} aligned vectors
+    # W's window ({kw} taps, stride {sw}, padding {pw}, dilation {dw}) is written out: a
+    # thread's 4 outputs read columns [{4 * sw} j - {lead}, {4 * sw} j + {4 * chunks - lead}) as
+    # {chunks} aligned vectors
     pid = tl.program_id(0)
     n_jb = tl.cdiv(OW, 4 * BLOCK_J)
     pid_r = pid // n_jb
@@ -234,7 +245,7 @@ def pool_slide_kernel(
     base = n.to(tl.int64) * s_xn + (nc - n * C).to(tl.int64) * s_xc
     d0 = od * SD - PD
     h0 = oh * SH - PH
-    col0 = offs_j * 4 - {lead}
+    col0 = offs_j * {4 * sw} - {lead}
     ocols = offs_j[:, None] * 4 + lane[None, :]
     acc0 = {init}
     acc1 = {init}
@@ -301,7 +312,7 @@ def pool_nd(x, nd, is_max, kernel_size, stride, padding, dilation, ceil_mode,
         # WINDOW, and as many output rows as fill BLOCK loads per window step.
         block_w = min(BLOCK_W, triton.next_power_of_2(ow))
         kw_tile = triton.next_power_of_2(ks[2]) if WINDOW else 1
-        slide = (WINDOW == 2 and SLIDE == (ks[2], pad[2], dil[2], bool(is_max)) and st[2] == 1
+        slide = (WINDOW == 2 and SLIDE == (ks[2], st[2], pad[2], dil[2], bool(is_max))
                  and x5.stride(-1) == 1)
         # The CPU interpreter pays per program and per op, not per element: big tiles there,
         # over more warps, so the share of each thread (what the check that the launched kernels
@@ -331,13 +342,14 @@ def pool_nd(x, nd, is_max, kernel_size, stride, padding, dilation, ceil_mode,
 @dataclass
 class PoolTemplate(BlockTemplate):
     taps: int = 1  # window elements (KD * KH * KW) of the traced module
-    # pool_slide_kernel written for the traced module's window along W; None when its stride
-    # along W is not 1
+    # pool_slide_kernel written for the traced module's window along W; None where it does not
+    # slide (its stride or span along W too long)
     slide: str | None = None
 
     def feasible(self, params: Mapping[str, int]) -> str | None:
         if params.get("WINDOW") == 2 and self.slide is None:
-            return "sliding windows (WINDOW=2) need stride 1 along W"
+            return (f"sliding windows (WINDOW=2) need a stride along W of at most "
+                    f"{MAX_SLIDE_SW} and a span of at most {MAX_SLIDE_CHUNKS} vectors")
         per_thread = max(1, params["BLOCK"] // (32 * params["num_warps"]))
         if per_thread * self.taps > MAX_UNROLLED:
             return (f"{per_thread} loads per thread for each of {self.taps} unrolled window "
@@ -386,9 +398,10 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     kw, sw, pw, dw = (_last(getattr(module, name, 1)) for name in
                       ("kernel_size", "stride", "padding", "dilation"))
     sw = sw or kw  # stride None or [] is the window
+    dw = dw if is_max else 1
     slide = None
-    if sw == 1 and (pw + LANES + (kw - 1) * dw) // LANES < MAX_SLIDE_CHUNKS:
-        slide = slide_kernel(kw, pw, dw if is_max else 1, is_max)
+    if sw <= MAX_SLIDE_SW and _slide_span(kw, sw, pw, dw)[2] <= MAX_SLIDE_CHUNKS:
+        slide = slide_kernel(kw, sw, pw, dw, is_max)
     return KernelPlan("pooling", desc, dict(SPACE),
                       defaults(module, fxgraph.shape(out), slide is not None),
                       PoolTemplate(problem, traced, call, desc, KERNEL, LAUNCHER,
@@ -417,10 +430,16 @@ def defaults(module: Any, out_shape: tuple[int, ...], slide: bool = False) -> di
     for 1-D windows (41, 44: 2.68 vs 3.74 ms, 1.75 vs 2.46 ms) and strided 3-D ones (43, 46:
     2.05 vs 6.48 ms, 5.45 vs 7.36 ms), and lost for the 11-wide window padded to 16 lanes (45:
     4.89 vs 4.39 ms) and the stride-1 2-D window (42: 2.69 vs 2.26 ms). So: the span when it
-    wastes at most a quarter of its lanes and the pooling is 1-D or strided. A window with
-    stride 1 along W slides (``slide``; WINDOW=2) whatever its other dims: 41 1.68 ms, 42 1.61,
-    44 1.22 (``pool_slide.md``). BLOCK_W covers the output's width up to 1024. A large window (45's 121 taps) takes smaller tiles: 512 loads
-    per step ran 4.04 ms there, 1024 4.40 ms.
+    wastes at most a quarter of its lanes and the pooling is 1-D or strided.
+
+    A window slides (``slide``; WINDOW=2) where its stride along W is 1, whatever its other
+    dims: 41 1.68 ms, 42 1.61, 44 1.22 (``pool_slide.md``); and where it is strided but not
+    dilated along W, one 4-output group a thread: 46 (3x3x3, stride 2) 2.63 ms at 256 outputs
+    a program over 2 warps, 3.25 at 512 over 4, against the span's 5.55 (two groups a thread,
+    1024 over 4 warps or 256 over 2: 5.78). Strided and dilated, 43 (dilation 3) ran 3.71-4.73 ms against the
+    span's 2.07, and keeps it (``pool_slide_strided.md``). BLOCK_W covers the output's width up
+    to 1024. A large window (45's 121 taps) takes smaller tiles: 512 loads per step ran 4.04 ms
+    there, 1024 4.40 ms.
     """
     params = dict(DEFAULTS)
     ks, st = module.kernel_size, module.stride
@@ -429,8 +448,11 @@ def defaults(module: Any, out_shape: tuple[int, ...], slide: bool = False) -> di
     nd = int(type(module).__name__[-2])
     lanes = 1 << (kw - 1).bit_length()
     params["WINDOW"] = int(4 * kw >= 3 * lanes and (nd == 1 or sw > 1))
-    if slide:
+    dw = int(_last(getattr(module, "dilation", 1)))
+    if slide and (sw == 1 or dw == 1):
         params["WINDOW"] = 2
+        if sw > 1:  # a 4-output group a thread (46: 2 a thread ran 5.8 ms)
+            params["BLOCK"], params["num_warps"] = 256, 2
     if _taps(module) >= 64:
         params["BLOCK"] = 512
     width = max(1, out_shape[-1] if out_shape else 1)
