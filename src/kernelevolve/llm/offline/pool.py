@@ -49,6 +49,20 @@ DEFAULTS = {"BLOCK": 1024, "BLOCK_W": 1024, "WINDOW": 0, "num_warps": 4}
 MAX_UNROLLED = 1024
 
 KERNEL = '''@triton.jit
+def pool_row_origin(rows, C, OD, OH, s_xn, s_xc, SD: tl.constexpr, SH: tl.constexpr,
+                    PD: tl.constexpr, PH: tl.constexpr):
+    # Where output rows (n, c, od, oh) read x: their (n, c) plane's offset (int64; an input
+    # can pass 2**31 elements) and their windows' first input depth and height, in int32
+    oh = rows % OH
+    t = rows // OH
+    od = t % OD
+    nc = t // OD
+    n = nc // C
+    base = n.to(tl.int64) * s_xn + (nc - n * C).to(tl.int64) * s_xc
+    return base, od * SD - PD, oh * SH - PH
+
+
+@triton.jit
 def pool_kernel(
     # Pointers
     x_ptr, out_ptr,
@@ -78,14 +92,7 @@ def pool_kernel(
     offs_w = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)
     mask_r = rows < n_rows
     mask_w = offs_w < OW
-    oh = rows % OH
-    t = rows // OH
-    od = t % OD
-    nc = t // OD
-    n = nc // C
-    base = n.to(tl.int64) * s_xn + (nc - n * C).to(tl.int64) * s_xc
-    d0 = od * SD - PD
-    h0 = oh * SH - PH
+    base, d0, h0 = pool_row_origin(rows, C, OD, OH, s_xn, s_xc, SD, SH, PD, PH)
     w0 = offs_w * SW - PW
     offs_kw = tl.arange(0, KW_TILE)
     if IS_MAX:
@@ -237,14 +244,7 @@ def pool_slide_kernel(
     offs_j = pid_j * BLOCK_J + tl.arange(0, BLOCK_J)
     lane = tl.arange(0, 4)
     mask_r = rows < n_rows
-    oh = rows % OH
-    t = rows // OH
-    od = t % OD
-    nc = t // OD
-    n = nc // C
-    base = n.to(tl.int64) * s_xn + (nc - n * C).to(tl.int64) * s_xc
-    d0 = od * SD - PD
-    h0 = oh * SH - PH
+    base, d0, h0 = pool_row_origin(rows, C, OD, OH, s_xn, s_xc, SD, SH, PD, PH)
     col0 = offs_j * {4 * sw} - {lead}
     ocols = offs_j[:, None] * 4 + lane[None, :]
     acc0 = {init}
