@@ -435,11 +435,11 @@ def defaults(module: Any, out_shape: tuple[int, ...], slide: bool = False) -> di
     A window slides (``slide``; WINDOW=2) where its stride along W is 1, whatever its other
     dims: 41 1.68 ms, 42 1.61, 44 1.22 (``pool_slide.md``); and where it is strided but not
     dilated along W, one 4-output group a thread: 46 (3x3x3, stride 2) 2.63 ms at 256 outputs
-    a program over 2 warps, 3.25 at 512 over 4, against the span's 5.55 (two groups a thread,
-    1024 over 4 warps or 256 over 2: 5.78). Strided and dilated, 43 (dilation 3) ran 3.71-4.73 ms against the
-    span's 2.07, and keeps it (``pool_slide_strided.md``). BLOCK_W covers the output's width up
-    to 1024. A large window (45's 121 taps) takes smaller tiles: 512 loads per step ran 4.04 ms
-    there, 1024 4.40 ms.
+    a program over 2 warps, 3.25 at 512 over 4, against the span's 5.55; 1024 over 4 warps (two
+    groups a thread) and 256 over 4 (half the threads idle) both ran 5.78. Strided and dilated,
+    43 (dilation 3) ran 3.71-4.73 ms against the span's 2.07, and keeps it
+    (``pool_slide_strided.md``). BLOCK_W covers the output's width up to 1024. A large window
+    (45's 121 taps) takes smaller tiles: 512 loads per step ran 4.04 ms there, 1024 4.40 ms.
     """
     params = dict(DEFAULTS)
     ks, st = module.kernel_size, module.stride
@@ -448,13 +448,13 @@ def defaults(module: Any, out_shape: tuple[int, ...], slide: bool = False) -> di
     nd = int(type(module).__name__[-2])
     lanes = 1 << (kw - 1).bit_length()
     params["WINDOW"] = int(4 * kw >= 3 * lanes and (nd == 1 or sw > 1))
+    if _taps(module) >= 64:
+        params["BLOCK"] = 512
     dw = int(_last(getattr(module, "dilation", 1)))
     if slide and (sw == 1 or dw == 1):
         params["WINDOW"] = 2
-        if sw > 1:  # a 4-output group a thread (46: 2 a thread ran 5.8 ms)
+        if sw > 1:  # one 4-output group a thread (46: two a thread ran 5.8 ms)
             params["BLOCK"], params["num_warps"] = 256, 2
-    if _taps(module) >= 64:
-        params["BLOCK"] = 512
     width = max(1, out_shape[-1] if out_shape else 1)
     params["BLOCK_W"] = max(SPACE["BLOCK_W"][0],
                             min(SPACE["BLOCK_W"][-1], 1 << (width - 1).bit_length()))
