@@ -17,8 +17,8 @@ remainder, both rounded to nearest, into rows padded with zeros to a multiple of
 and the GEMM sums three plain ``"tf32"`` products of loaded tiles. K runs to the padded length
 (the pad multiplies zeros), so the compiler proves the k tiles' masks whole in runs of 16 and
 vectorizes the loads: KernelBench 8's K = 2949 ran 6.9 ms with scalar loads, 3.1 padded. The
-tensor cores' own accumulation cuts low bits
-instead of rounding, a drift that grows with the length of a chain of products summed on them
+tensor cores' own accumulation cuts low bits instead of rounding, a drift that grows with the
+length of a chain of products summed on them
 (on an H200, with KernelBench's positive inputs: 3.3e-5 of the result at K = 4096, 1.1e-4 at
 16384, past the harness's 1e-4): so each program's K range is summed in at most ``MAX_CHAINS``
 chains of at most ``CHAIN_K``, each from zero, each added to the result in fp32; the chains

@@ -442,16 +442,14 @@ def defaults(module: Any, out_shape: tuple[int, ...], slide: bool = False) -> di
     (45's 121 taps) takes smaller tiles: 512 loads per step ran 4.04 ms there, 1024 4.40 ms.
     """
     params = dict(DEFAULTS)
-    ks, st = module.kernel_size, module.stride
-    kw = int(ks[-1] if isinstance(ks, tuple | list) else ks)
-    sw = int(st[-1] if isinstance(st, tuple | list) and st else (st or kw))
+    kw = _last(module.kernel_size)
+    sw = _last(module.stride) or kw  # stride None or [] is the window
     nd = int(type(module).__name__[-2])
     lanes = 1 << (kw - 1).bit_length()
     params["WINDOW"] = int(4 * kw >= 3 * lanes and (nd == 1 or sw > 1))
     if _taps(module) >= 64:
         params["BLOCK"] = 512
-    dw = int(_last(getattr(module, "dilation", 1)))
-    if slide and (sw == 1 or dw == 1):
+    if slide and (sw == 1 or _last(getattr(module, "dilation", 1)) == 1):
         params["WINDOW"] = 2
         if sw > 1:  # one 4-output group a thread (46: two a thread ran 5.8 ms)
             params["BLOCK"], params["num_warps"] = 256, 2
