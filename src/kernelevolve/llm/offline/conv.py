@@ -1,5 +1,5 @@
 """The convolution template: standard, transposed, grouped, depthwise and pointwise convolutions
-in 1-3 dims, and chains of them (a depthwise-separable block), each by one of four kernels.
+in 1-3 dims, and chains of them (a depthwise-separable block), each by one of five kernels.
 
 Every convolution is computed as 3-D (a 1-D or 2-D one is viewed with size-1 leading spatial
 dims). A transposed convolution is split by the stride's phases (output positions
@@ -42,6 +42,16 @@ the positions the stride skips.
   GEMM's 2.62, 75 1.32 against 1.6 a phase at a time; 72 (taps in every phase) 1.75 against
   1.26, so such ones keep a launch per phase. Level 2's fused chains take it on the same terms
   (``fma_space``).
+- im2col (``IM2COL``; a standard convolution with one group): the im2col matrix [positions,
+  input channels x taps] written once by a pass of its own (rows padded to a multiple of
+  BLOCK_K, zeros at the padding), then a plain GEMM by the K-major weight with tf32x3
+  products. Its loads are dense tiles the compiler pipelines, where the implicit GEMM's gather
+  and the FMA kernel's per-tap loads bound them; the price is writing and reading the matrix.
+  By default with at most FMA_MAX_C input channels and a reduction of at least IM2COL_MIN_K =
+  256: on an H200 through the judge (``kernelbench_l1_h200``) 50 (3 x 11 x 11) 0.94x -> 1.50x
+  of eager, 60 and 66 (3 x 3 x 5 x 7) 1.46x -> 1.98x and 1.58x -> 1.98x; with 81 taps (54,
+  59) the FMA kernel stays faster (``conv_im2col.md``). A matrix past IM2COL_MAX_BYTES (or a
+  quarter of the device's free memory) takes the other kernels.
 - Pointwise (1x1, stride 1, no padding): a plain GEMM per image and group,
   out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P] over the P = OD*OH*OW positions, which
   are contiguous in x and out: the x tile is loaded along them (coalesced), where the implicit
@@ -199,6 +209,18 @@ FMA_DEFAULT_K = 32
 # ... and its default tile: 64 positions x 64 channels with 2 warps ran 50, 54, 59, 60, 66 and
 # 72 5-12% faster than 128 x 64 with 4 warps (75 4% slower; conv_fma_warps.md)
 FMA_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 2}
+# A standard convolution with one group may write its im2col matrix once and multiply it by the
+# weight in a plain GEMM on the tensor cores (1), or take the implicit GEMM or FMA kernel (0)
+IM2COL_SPACE = {"IM2COL": (0, 1)}
+# ... by default where every implicit GEMM is such a one, with at most FMA_MAX_C input channels
+# and a reduction of at least IM2COL_MIN_K. On an H200 (offline_variants_h200/conv_im2col.md):
+# KernelBench 50 (3 x 11 x 11 taps) 1.8 ms against the FMA kernel's 3.3 (eager 2.7), 60 and 66
+# (3 x 3 x 5 x 7) 5.0 against 6.8 and 2.5 against 3.2; with 3 x 27 taps (54, 59) it ran 54 in
+# 2.3 ms against 2.1 and 59 in 3.7 against 2.6, the matrix's traffic outweighing the products
+IM2COL_MIN_K = 256
+# ... with this tile, its products tf32x3 in the kernel: split once ran 50, 60 and 66 1.3-1.7x
+# slower (the second matrix written and read), 128 x 64 with 4 warps within 3%
+IM2COL_DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "TF32X3": 1}
 # A transposed convolution with a stride along its last dim writes each stride phase
 # contiguous into a phase-major buffer and interleaves them in one pass (1), or into strided
 # views of the output (0)
@@ -229,7 +251,7 @@ def feasible(params: Mapping[str, int]) -> str | None:
                 f"registers per thread")
     if tile * 4 * 2 > 160 * 1024:
         return "the tiles exceed shared memory"
-    if params.get("FMA") and params["BLOCK_M"] < threads:
+    if params.get("FMA") and not params.get("IM2COL") and params["BLOCK_M"] < threads:
         # on an H200 (offline_variants_h200/conv_fma_tiles.md) such tiles ran KernelBench 50,
         # 54 and 59 7-80x slower than 128 positions with 4 warps
         return (f"the FMA kernel's {params['BLOCK_M']} positions are fewer than its "
@@ -247,7 +269,7 @@ def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> d
         consts["TF32X3"] = params["TF32X3"]
     if implicit:
         consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
-    for key in ("FMA", "PHASE_MAJOR"):
+    for key in ("FMA", "PHASE_MAJOR", "IM2COL"):
         if key in params:
             consts[key] = params[key]
     return consts
@@ -312,13 +334,29 @@ def conv_shape(c_in_g: int, groups: int, transposed: bool, kernel: Sequence[int]
     k = c_in_g * math.prod(-(-t // (s // math.gcd(s, d) if transposed else 1))
                            for t, s, d in zip(kernel, stride, dilation, strict=True))
     layout = x_layout(c_in_g, groups, transposed, dilation[-1], kernel[-1])
-    return ConvShape(kind, layout, c_in_g, k)
+    return ConvShape(kind, layout, c_in_g, k, dense=not transposed and groups == 1)
 
 
 def fma_call(shape: ConvShape) -> bool:
     """Whether ``conv_nd`` takes ``fma=FMA`` for this convolution: an implicit GEMM whose
     reduction the FMA kernel can take (the plan then tunes FMA: ``fma_space``)."""
     return shape.kind == "gemm" and shape.k <= MAX_FMA_K
+
+
+def im2col_space(shapes: list[ConvShape], fp32: bool) -> tuple[dict[str, tuple[int, ...]],
+                                                               dict[str, int]]:
+    """IM2COL's space and defaults for a convolution chain's implicit GEMMs: tuned where some
+    is standard with one group; on (with IM2COL_DEFAULTS' tile) where every one is, with at most
+    FMA_MAX_C input channels and a reduction of at least IM2COL_MIN_K."""
+    gemms = [c for c in shapes if c.kind == "gemm"]
+    if not any(c.dense for c in gemms):
+        return {}, {}
+    if all(c.dense and c.c_in_g <= FMA_MAX_C and c.k >= IM2COL_MIN_K for c in gemms):
+        tile = dict(IM2COL_DEFAULTS)
+        if not fp32:
+            del tile["TF32X3"]
+        return dict(IM2COL_SPACE), {"IM2COL": 1, **tile}
+    return dict(IM2COL_SPACE), {"IM2COL": 0}
 
 
 def fma_space(shapes: list[ConvShape]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
@@ -370,7 +408,8 @@ class ConvTemplate:
             args = (conv.call_args + (["tf32x3=TF32X3"] if self.tf32x3 else [])
                     + (["channels_last=CHANNELS_LAST"] if self.implicit else [])
                     + (["fma=FMA"] if "FMA" in params else [])
-                    + (["phase_major=PHASE_MAJOR"] if "PHASE_MAJOR" in params else []))
+                    + (["phase_major=PHASE_MAJOR"] if "PHASE_MAJOR" in params else [])
+                    + (["im2col=IM2COL"] if "IM2COL" in params else []))
             call = f"conv_nd({src}, {', '.join(args)})"
             if k == len(self.convs) - 1:
                 body.append(f"return {call}")
@@ -463,13 +502,17 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
         fma, fma_defaults = fma_space(gemms)
         space.update(fma)
         defaults.update(fma_defaults)
+        im2col, im2col_defaults = im2col_space(gemms, tf32x3)
+        space.update(im2col)
+        defaults.update(im2col_defaults)
     elif "pointwise" in kinds:
         space.update(SPACE)
         defaults.update(POINTWISE_DEFAULTS)
     if tf32x3:
         # split once serves the implicit GEMMs (the pointwise GEMM splits in its kernel)
         space["TF32X3"] = TF32X3_SPACE["TF32X3"] if implicit else (1, 0)
-        defaults["TF32X3"] = tf32x3_default(defaults["CHANNELS_LAST"]) if implicit else 1
+        defaults.setdefault("TF32X3", tf32x3_default(defaults["CHANNELS_LAST"]) if implicit
+                            else 1)
     if any(c.phased for c in chain):
         space.update(PHASE_MAJOR_SPACE)
         defaults["PHASE_MAJOR"] = 0

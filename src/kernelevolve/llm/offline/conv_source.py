@@ -286,6 +286,102 @@ def conv_gemm_cl_kernel(
 
 
 @triton.jit
+def conv_im2col_kernel(
+    # Pointers: x [N, C, D, H, W]; the im2col matrix [M, KP] (its high parts with SPLIT) and
+    # its remainders (SPLIT); special [1] int32, set where x holds an infinity or NaN (SPLIT)
+    x_ptr, a_ptr, alo_ptr, special_ptr,
+    # Sizes: positions M = N * OD * OH * OW; the reduction K = C * KD * KH * KW and its padded
+    # row length KP; extents
+    M, K, KP, ID, IH, IW, OD, OH, OW,
+    # Strides of x; stride, padding and dilation per dim
+    s_xn, s_xc, s_xd, s_xh, s_xw, st_d, st_h, st_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+    # Meta-parameters: the window; split once; the tile of positions x k
+    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SPLIT: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    # The im2col matrix of a standard convolution with one group, written once: row m holds
+    # position m's window, k = (input channel, kd, kh, kw), zero at the padding and past K.
+    # A tile's writes run along k (coalesced); its reads gather, neighbouring k reading
+    # neighbouring input columns within a window row.
+    # positions decoded in int32 (the launcher keeps M below 2^31): int64 divisions cost about
+    # as much as the rest of the pass
+    m = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    k = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    ow = m % OW
+    t = m // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    n = t // OD
+    t_w = k % KW
+    t_k = k // KW
+    t_h = t_k % KH
+    t_k = t_k // KH
+    t_d = t_k % KD
+    c = t_k // KD
+    i_d = (od * st_d - pad_d)[:, None] + (t_d * dil_d)[None, :]
+    i_h = (oh * st_h - pad_h)[:, None] + (t_h * dil_h)[None, :]
+    i_w = (ow * st_w - pad_w)[:, None] + (t_w * dil_w)[None, :]
+    ok = ((m < M)[:, None] & (k < K)[None, :] & (i_d >= 0) & (i_d < ID) & (i_h >= 0)
+          & (i_h < IH) & (i_w >= 0) & (i_w < IW))
+    offs = ((n.to(tl.int64) * s_xn)[:, None] + (c.to(tl.int64) * s_xc)[None, :] + i_d * s_xd
+            + i_h * s_xh + i_w * s_xw)
+    v = tl.load(x_ptr + offs, mask=ok, other=0.0)
+    dst = m.to(tl.int64)[:, None] * KP + k[None, :]
+    mask = (m < M)[:, None] & (k < KP)[None, :]
+    if SPLIT:
+        hi, lo = tf32_parts(v, special_ptr)
+        tl.store(a_ptr + dst, hi, mask=mask)
+        tl.store(alo_ptr + dst, lo, mask=mask)
+    else:
+        tl.store(a_ptr + dst, v, mask=mask)
+
+
+@triton.jit
+def conv_im2col_gemm_kernel(
+    # Pointers: the im2col matrix [M, KP] (x: high parts with split once), the weight [C_out,
+    # KP] (K contiguous, zero past K), the bias, the output [N, C_out, OD, OH, OW] (its
+    # positions evenly spaced); split once: the remainders and the special-values flag
+    x_ptr, w_ptr, b_ptr, out_ptr, xlo_ptr, wlo_ptr, special_ptr,
+    # Sizes: positions per image, the padded reduction, output channels
+    P, KP, C_OUT_G,
+    # Strides of the output (image, channel, position) and of the bias
+    s_on, s_oc, s_op, s_b,
+    # Meta-parameters: fp32 products (1 tf32x3, 2 split once, 0 ieee)
+    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, TF32X3: tl.constexpr,
+):
+    # A plain GEMM over the im2col matrix: a program owns BLOCK_M positions of one image x
+    # BLOCK_N output channels, the channel tiles of a position tile next to each other (its
+    # rows come from L2 once); the positions are one image's, so the compiler sees them
+    # contiguous in the output and stores the tile coalesced.
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    tiles_p = tl.cdiv(P, BLOCK_M)
+    pid_m = pid // tiles_n
+    n = (pid_m // tiles_p).to(tl.int64)
+    pos = (pid_m % tiles_p) * BLOCK_M + tl.arange(0, BLOCK_M)
+    g = 0
+    offs_n = (pid % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = pos < P
+    mask_n = offs_n < C_OUT_G
+    x_base = (n * P + pos)[:, None] * KP
+    w_base = offs_n[None, :].to(tl.int64) * KP
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    special = 0
+    if TF32X3 == 2:
+        special = tl.load(special_ptr)
+    for k0 in range(0, KP, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        # KP is a multiple of BLOCK_K: no mask along k
+        x_offs = x_base + offs_k[None, :]
+        x_mask = mask_m[:, None]
+        w_offs = w_base + offs_k[:, None]
+        w_mask = mask_n[None, :]{_DOT_STORE}
+    o_row = n * s_on + pos * s_op{_EPILOGUE}
+
+
+@triton.jit
 def phase_taps(r, a, b, k, S: tl.constexpr, STEP: tl.constexpr):
     # Along one dim, the window taps t of phase r: input = j * st + (r + a + t * b) / S where
     # that division is exact, which holds for every STEP-th tap from the first (a standard
@@ -617,6 +713,11 @@ def _flat_stride(t):
 MAX_DIRECT_TAPS = 128
 # The FMA kernel takes reductions up to this long; a longer one takes the GEMM
 MAX_FMA_K = ''' + str(MAX_FMA_K) + '''
+# The most memory the im2col matrix may take (its parts with split once); a larger one takes the
+# implicit GEMM (or the FMA kernel) instead
+IM2COL_MAX_BYTES = 8 << 30
+# ... and at most this part of the device's free memory
+IM2COL_MAX_FREE = 0.25
 # The implicit GEMMs tile a contiguous (oh, ow) plane as one row where a power-of-two run of
 # columns would be more than this fraction padding (KernelBench 59's rows of 10: 6 of 16)
 FLAT_MIN_PAD = 0.125
@@ -710,6 +811,41 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
         BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw, num_warps=NUM_WARPS)
 
 
+def _im2col_launch(x5, w5, bias, out, k_total, st, pad, dil, tf32x3, xs):
+    """A standard convolution with one group as the im2col matrix [positions, K] written once
+    (rows padded to a multiple of BLOCK_K), then a plain GEMM by the weight on the tensor
+    cores; None (nothing launched) where the matrix would pass IM2COL_MAX_BYTES."""
+    n_batch, c_out = out.shape[0], out.shape[1]
+    positions = out.shape[2] * out.shape[3] * out.shape[4]
+    m = n_batch * positions
+    kp = triton.cdiv(k_total, BLOCK_K) * BLOCK_K
+    parts = 2 if xs.split else 1
+    size = parts * m * kp * x5.element_size()
+    if m >= 2 ** 31 or size > IM2COL_MAX_BYTES or (
+            x5.is_cuda and size > torch.cuda.mem_get_info(x5.device)[0] * IM2COL_MAX_FREE):
+        return None
+    a = torch.empty((parts, m, kp), dtype=x5.dtype, device=x5.device)
+    grid = (triton.cdiv(m, 32), triton.cdiv(kp, 64))
+    conv_im2col_kernel[grid](
+        x5, a[0], a[-1], xs.special if xs.split else a, m, k_total, kp, *x5.shape[2:],
+        *out.shape[2:], *x5.stride(), *st, *pad, *dil, KD=w5.shape[2], KH=w5.shape[3],
+        KW=w5.shape[4], SPLIT=xs.split, BLOCK_R=32, BLOCK_C=64, num_warps=4)
+    wk = torch.zeros((c_out, kp), dtype=w5.dtype, device=w5.device)
+    wk[:, :k_total] = w5.reshape(c_out, k_total)
+    wk, wk_lo = xs.weight(wk)
+    # split once where x is split (fp32); otherwise, as in the implicit GEMMs, in the kernel
+    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out)))
+    has_bias = bias is not None
+    programs = n_batch * triton.cdiv(positions, BLOCK_M) * triton.cdiv(c_out, block_n)
+    conv_im2col_gemm_kernel[_grid_1d(programs)](
+        a[0], wk, bias if has_bias else wk, out, a[-1], wk_lo,
+        xs.special if xs.split else wk, positions, kp, c_out, out.stride(0), out.stride(1),
+        _flat_stride(out), bias.stride(0) if has_bias else 0, HAS_BIAS=has_bias,
+        BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=BLOCK_K, TF32X3=tf32x3,
+        num_warps=NUM_WARPS)
+    return out
+
 def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
     """A 1x1 convolution with stride 1 and no padding as a GEMM per image and group over the
     positions read as one axis (x's evenly spaced, ``s_xp`` apart)."""
@@ -743,7 +879,7 @@ def _position_tiles(out):
 
 
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False):
+                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False, im2col=False):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
     GEMM for a 1x1 one, else an implicit GEMM over ``xs`` (a _GemmInput): channels-last, or
@@ -752,7 +888,8 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     copy of the weight; 0 ieee. ``run_w``: the channels-last GEMM's k runs along whole window
     rows where they lie contiguous in x (one group, adjacent taps along w). ``fma``: a
     reduction (input channels per group x taps) of at most MAX_FMA_K runs on the FMA units
-    instead (``conv_fma_kernel``)."""
+    instead (``conv_fma_kernel``). ``im2col``: a standard convolution with one group writes its
+    im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -767,6 +904,10 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
         return
     k_total = c_in_g * n_taps
+    if (im2col and not transposed and groups == 1 and k_total > 0 and _flat_stride(out)
+            and _im2col_launch(x5, w5, bias, out, k_total, st, pad,
+                               [o[1] for o in offsets], tf32x3, xs) is not None):
+        return
     if fma and 0 < k_total <= MAX_FMA_K:
         off, dil = _tap_lines(taps, offsets, pad)
         # the window's taps this launch reads (a transposed phase's: every step-th from its
@@ -831,7 +972,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
-            tf32x3=False, channels_last=False, fma=False, phase_major=False):
+            tf32x3=False, channels_last=False, fma=False, phase_major=False, im2col=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
     the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
@@ -840,7 +981,10 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     through the window table; ``fma``: a convolution whose reduction (input channels per group
     x window taps) is at most MAX_FMA_K runs on the FMA units, its window unrolled (exact fp32
     products); ``phase_major``: a transposed convolution with a stride along its last dim
-    writes each stride phase contiguous into a buffer and interleaves them in one pass."""
+    writes each stride phase contiguous into a buffer and interleaves them in one pass;
+    ``im2col``: a standard convolution with one group writes its im2col matrix (positions x
+    input channels * taps) once, then multiplies it by the weight in a plain GEMM, where the
+    matrix takes at most IM2COL_MAX_BYTES."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -883,7 +1027,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3, xs, run_w, fma)
+                     tf32x3, xs, run_w, fma, im2col)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus

@@ -104,6 +104,8 @@ class ConvShape(NamedTuple):
     c_in_g: int  # input channels per group
     # its reduction (a transposed one's longest phase's): input channels per group x taps
     k: int
+    # a standard convolution with one group (the im2col GEMM takes it)
+    dense: bool = False
 
 
 @dataclass
