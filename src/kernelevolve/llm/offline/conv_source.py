@@ -811,10 +811,11 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
         BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw, num_warps=NUM_WARPS)
 
 
-def _im2col_launch(x5, w5, bias, out, k_total, st, pad, dil, tf32x3, xs):
+def _im2col_launch(x5, w5, bias, out, k_total, st, pad, dil, tf32x3, xs, s_op):
     """A standard convolution with one group as the im2col matrix [positions, K] written once
     (rows padded to a multiple of BLOCK_K), then a plain GEMM by the weight on the tensor
-    cores; None (nothing launched) where the matrix would pass IM2COL_MAX_BYTES."""
+    cores (``tf32x3`` as ``_conv_launch`` resolved it; ``out``'s positions ``s_op`` apart);
+    None (nothing launched) where the matrix would pass IM2COL_MAX_BYTES."""
     n_batch, c_out = out.shape[0], out.shape[1]
     positions = out.shape[2] * out.shape[3] * out.shape[4]
     m = n_batch * positions
@@ -833,15 +834,13 @@ def _im2col_launch(x5, w5, bias, out, k_total, st, pad, dil, tf32x3, xs):
     wk = torch.zeros((c_out, kp), dtype=w5.dtype, device=w5.device)
     wk[:, :k_total] = w5.reshape(c_out, k_total)
     wk, wk_lo = xs.weight(wk)
-    # split once where x is split (fp32); otherwise, as in the implicit GEMMs, in the kernel
-    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out)))
     has_bias = bias is not None
     programs = n_batch * triton.cdiv(positions, BLOCK_M) * triton.cdiv(c_out, block_n)
     conv_im2col_gemm_kernel[_grid_1d(programs)](
         a[0], wk, bias if has_bias else wk, out, a[-1], wk_lo,
         xs.special if xs.split else wk, positions, kp, c_out, out.stride(0), out.stride(1),
-        _flat_stride(out), bias.stride(0) if has_bias else 0, HAS_BIAS=has_bias,
+        s_op, bias.stride(0) if has_bias else 0, HAS_BIAS=has_bias,
         BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=BLOCK_K, TF32X3=tf32x3,
         num_warps=NUM_WARPS)
     return out
@@ -904,9 +903,12 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3)
         return
     k_total = c_in_g * n_taps
-    if (im2col and not transposed and groups == 1 and k_total > 0 and _flat_stride(out)
-            and _im2col_launch(x5, w5, bias, out, k_total, st, pad,
-                               [o[1] for o in offsets], tf32x3, xs) is not None):
+    # split once where x is split (fp32); otherwise, as in the pointwise GEMM, in the kernel
+    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
+    if (im2col and not transposed and groups == 1 and k_total > 0
+            and (s_op := _flat_stride(out)) is not None
+            and _im2col_launch(x5, w5, bias, out, k_total, st, pad, [o[1] for o in offsets],
+                               tf32x3, xs, s_op) is not None):
         return
     if fma and 0 < k_total <= MAX_FMA_K:
         off, dil = _tap_lines(taps, offsets, pad)
@@ -920,8 +922,6 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     # a program's positions: rows x BLOCK_W columns of the output
     grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
-    # split once where x is split (fp32); otherwise, as in the pointwise GEMM, in the kernel
-    tf32x3 = int(tf32x3) if xs.split or int(tf32x3) != 2 else 1
     if xs.channels_last:
         xc, xc_lo = xs.get()
         off, dil = _tap_lines(taps, offsets, pad)
