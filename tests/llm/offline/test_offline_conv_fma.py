@@ -15,32 +15,11 @@ import textwrap
 import pytest
 
 from kernelevolve.llm.offline import analyze
+from tests.llm.offline.conv_interp import conv_script
 from tests.llm.offline.test_offline_coverage import _problem
 
-_CHECK = textwrap.dedent('''
-    import json, os
-    os.environ["TRITON_INTERPRET"] = "1"
-    import torch
-    import triton
-    import triton.language as tl
-    from kernelevolve.llm.offline.conv import DEFAULTS
-    from kernelevolve.llm.offline.conv_source import KERNELS, LAUNCHER
-
-    ns = {"torch": torch, "triton": triton, "tl": tl, **DEFAULTS, "BLOCK_M": 32,
-          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64}
-    exec(compile(KERNELS + "\\n\\n" + LAUNCHER, "<conv>", "exec"), ns)
-    conv_nd, F = ns["conv_nd"], torch.nn.functional
-    launched = []
-    for name in ("conv_fma_kernel", "conv_gemm_kernel", "conv_gemm_cl_kernel",
-                 "phase_interleave_kernel"):
-        kernel = ns[name]
-        class Spy:
-            def __init__(self, kernel, name):
-                self.kernel, self.name = kernel, name
-            def __getitem__(self, grid):
-                launched.append(self.name)
-                return self.kernel[grid]
-        ns[name] = Spy(kernel, name)
+_CHECK = conv_script((
+    "conv_fma_kernel", "conv_gemm_kernel", "conv_gemm_cl_kernel", "phase_interleave_kernel"), '''
     torch.manual_seed(0)
     x, w, b = torch.randn(2, 3, 9, 11), torch.randn(5, 3, 3, 3), torch.randn(5)
     xg, wg = torch.randn(2, 4, 8, 8), torch.randn(6, 2, 3, 3)

@@ -11,39 +11,18 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from kernelevolve.llm.offline import analyze
 from kernelevolve.llm.offline.conv import IM2COL_DEFAULTS, feasible
+from tests.llm.offline.conv_interp import conv_script
 from tests.llm.offline.test_offline_conv_fma import _conv
 from tests.llm.offline.test_offline_coverage import _problem
 
-_CHECK = textwrap.dedent('''
-    import json, os
-    os.environ["TRITON_INTERPRET"] = "1"
-    import torch
-    import triton
-    import triton.language as tl
-    from kernelevolve.llm.offline.conv import DEFAULTS
-    from kernelevolve.llm.offline.conv_source import KERNELS, LAUNCHER
-
-    ns = {"torch": torch, "triton": triton, "tl": tl, **DEFAULTS, "BLOCK_M": 32,
-          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64}
-    exec(compile(KERNELS + "\\n\\n" + LAUNCHER, "<conv>", "exec"), ns)
-    conv_nd, F = ns["conv_nd"], torch.nn.functional
-    launched = []
-    for name in ("conv_im2col_kernel", "conv_im2col_gemm_kernel", "conv_fma_kernel",
-                 "conv_gemm_kernel", "conv_gemm_cl_kernel", "split_dense_kernel"):
-        kernel = ns[name]
-        class Spy:
-            def __init__(self, kernel, name):
-                self.kernel, self.name = kernel, name
-            def __getitem__(self, grid):
-                launched.append(self.name)
-                return self.kernel[grid]
-        ns[name] = Spy(kernel, name)
+_CHECK = conv_script((
+    "conv_im2col_kernel", "conv_im2col_gemm_kernel", "conv_fma_kernel", "conv_gemm_kernel",
+    "conv_gemm_cl_kernel", "split_dense_kernel"), '''
     torch.manual_seed(0)
     x, w, b = torch.randn(2, 3, 13, 12), torch.randn(5, 3, 5, 4), torch.randn(5)
     x3, w3 = torch.randn(2, 3, 5, 6, 7), torch.randn(7, 3, 3, 2, 3)

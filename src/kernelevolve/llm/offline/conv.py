@@ -42,6 +42,15 @@ the positions the stride skips.
   GEMM's 2.62, 75 1.32 against 1.6 a phase at a time; 72 (taps in every phase) 1.75 against
   1.26, so such ones keep a launch per phase. Level 2's fused chains take it on the same terms
   (``fma_space``).
+- Output rows (``OUT_ROWS``; a transposed convolution whose whole window's reduction is at most
+  MAX_FMA_K): on the FMA units in output order. A program owns 16 groups of (the stride along
+  w, to a power of two) neighbouring columns of one output row x a tile of output channels,
+  held as [channels, phase r, q] for column stride * q + r: a row's (kd, kh) taps are fixed,
+  so those that miss it cost nothing, each phase's taps along w read x contiguous along q, and
+  the stores are whole runs of each channel's row. The default where the phases' one FMA
+  launch was (empty phases): on an H200 (``conv_out_rows.md``) 81 1.21 ms against 1.96 (eager
+  1.25), 75 1.03 against 1.33. Where every phase has taps the GEMMs' tensor cores win (64, 71,
+  74, 79: 1.7-9x), so there it is a choice of the search. Level 2's chains do not take it.
 - im2col (``IM2COL``; a standard convolution with one group): the im2col matrix [positions,
   input channels x taps] written once by a pass of its own (rows padded to a multiple of
   BLOCK_K, zeros at the padding), then a plain GEMM by the K-major weight with tf32x3
@@ -225,6 +234,18 @@ IM2COL_DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8
 # contiguous into a phase-major buffer and interleaves them in one pass (1), or into strided
 # views of the output (0)
 PHASE_MAJOR_SPACE = {"PHASE_MAJOR": (1, 0)}
+# A transposed convolution whose reduction (input channels per group x the whole window) is at
+# most MAX_FMA_K runs on the FMA units in output order, a program BLOCK_M columns of one output
+# row x BLOCK_N output channels (1), or by stride phases (0)
+OUT_ROWS_SPACE = {"OUT_ROWS": (0, 1)}
+# ... on by default where every convolution is such a one with an implicit GEMM on the FMA
+# units by default and some stride phase no tap reaches (where the phases' one FMA launch was
+# the default; 79's GEMM, 1.71 ms, stays: the rows kernel ran it in 2.84), a tile 16 groups of
+# the stride along w's next power of two columns (64-128) x 32 channels. On an H200
+# (offline_variants_h200/conv_out_rows.md) KernelBench 81 (stride 5, tile 128 x 32, 4 warps)
+# ran 1.21 ms against the phases' 1.96 (eager 1.25) and 75 (stride 3, 64 x 32, 2 warps) 1.03
+# against 1.33; where every phase has taps (64, 71, 74, 79) it ran 1.7-6x slower than the GEMM
+OUT_ROWS_GROUPS = 16
 
 _HOW = {"depthwise": "direct", "pointwise": "a GEMM over channels", "gemm": "an implicit GEMM"}
 
@@ -269,7 +290,7 @@ def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> d
         consts["TF32X3"] = params["TF32X3"]
     if implicit:
         consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
-    for key in ("FMA", "PHASE_MAJOR", "IM2COL"):
+    for key in ("FMA", "PHASE_MAJOR", "IM2COL", "OUT_ROWS"):
         if key in params:
             consts[key] = params[key]
     return consts
@@ -337,6 +358,22 @@ def conv_shape(c_in_g: int, groups: int, transposed: bool, kernel: Sequence[int]
     return ConvShape(kind, layout, c_in_g, k, dense=not transposed and groups == 1)
 
 
+def empty_phases(kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                 dilation: Sequence[int]) -> bool:
+    """Whether some stride phase of a transposed convolution (output positions r + stride * j
+    along a dim) is reached by no tap of the window."""
+    return any(all((r + int(p) - t * int(d)) % int(s) for t in range(int(k)))
+               for k, s, p, d in zip(kernel, stride, padding, dilation, strict=True)
+               for r in range(int(s)))
+
+
+def out_rows_tile(stride_w: int) -> dict[str, int]:
+    """OUT_ROWS's default tile for a stride along w of ``stride_w``: OUT_ROWS_GROUPS groups of
+    its next power of two columns (64-128 in all) x 32 channels, a warp per 32 x 32 outputs."""
+    block_m = min(128, max(64, OUT_ROWS_GROUPS * 2 ** math.ceil(math.log2(stride_w))))
+    return {"BLOCK_M": block_m, "BLOCK_N": 32, "num_warps": block_m // 32}
+
+
 def fma_call(shape: ConvShape) -> bool:
     """Whether ``conv_nd`` takes ``fma=FMA`` for this convolution: an implicit GEMM whose
     reduction the FMA kernel can take (the plan then tunes FMA: ``fma_space``)."""
@@ -386,6 +423,9 @@ class _Conv:
     name: str
     shape: ConvShape
     phased: bool  # transposed with a stride along the last dim
+    rows: bool  # transposed, its whole window's reduction at most MAX_FMA_K (OUT_ROWS)
+    empty: bool  # transposed, some stride phase reached by no tap
+    stride_w: int
 
 
 @dataclass
@@ -409,7 +449,8 @@ class ConvTemplate:
                     + (["channels_last=CHANNELS_LAST"] if self.implicit else [])
                     + (["fma=FMA"] if "FMA" in params else [])
                     + (["phase_major=PHASE_MAJOR"] if "PHASE_MAJOR" in params else [])
-                    + (["im2col=IM2COL"] if "IM2COL" in params else []))
+                    + (["im2col=IM2COL"] if "IM2COL" in params else [])
+                    + (["out_rows=OUT_ROWS"] if "OUT_ROWS" in params else []))
             call = f"conv_nd({src}, {', '.join(args)})"
             if k == len(self.convs) - 1:
                 body.append(f"return {call}")
@@ -442,6 +483,9 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     shape = conv_shape(c_in_g, int(groups), bool(transposed), w_shape[2:], stride, padding,
                        dilation)
     phased = bool(transposed) and int(stride[-1]) > 1
+    rows = bool(transposed) and c_in_g * math.prod(int(k) for k in w_shape[2:]) <= MAX_FMA_K
+    empty = bool(transposed) and empty_phases(w_shape[2:], stride, padding, dilation)
+    more = (rows, empty, int(stride[-1]))
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:
         if getattr(m, "padding_mode", "zeros") != "zeros":
@@ -454,11 +498,11 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
         args = [w_expr, b_expr, str(list(stride)), str(list(padding)), str(list(dilation)),
                 str(int(groups)), str(bool(transposed)), str(list(out_padding))]
     if isinstance(x, torch.fx.Node) and x.op == "call_function" and op_name(x) == "convolution":
-        return _Conv("", args, name, shape, phased), x
+        return _Conv("", args, name, shape, phased, *more), x
     x_expr = fxgraph.input_expr(traced, x)
     if x_expr is None:
         raise Unsupported(f"a {name} of a computed tensor, which no template covers")
-    return _Conv(x_expr, args, name, shape, phased), None
+    return _Conv(x_expr, args, name, shape, phased, *more), None
 
 
 def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
@@ -516,6 +560,12 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     if any(c.phased for c in chain):
         space.update(PHASE_MAJOR_SPACE)
         defaults["PHASE_MAJOR"] = 0
+    if any(c.rows for c in chain):
+        space.update(OUT_ROWS_SPACE)
+        defaults["OUT_ROWS"] = 0
+        if defaults.get("FMA") == 1 and all(c.rows and c.empty and c.shape.kind == "gemm"
+                                            for c in chain):
+            defaults.update(OUT_ROWS=1, **out_rows_tile(max(c.stride_w for c in chain)))
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)
         defaults.setdefault("num_warps", 2)

@@ -476,6 +476,90 @@ def conv_fma_kernel(
 
 
 @triton.jit
+def conv_rows_fma_kernel(
+    # Pointers
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    # Sizes: output rows N * OD * OH; output channels per group; spatial extents (input,
+    # output); input channels per group
+    ROWS, C_OUT_G, ID, IH, IW, OD, OH, OW, C_IN_G,
+    # Strides of x [N, C, D, H, W]; of w [C_in, C_out / groups, KD, KH, KW] per group, output
+    # and input channel and per tap (d, h, w); of the output [N, C, OD, OH, OW]; of the bias
+    s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wo, s_wi, s_wd, s_wh, s_ww,
+    s_on, s_oc, s_od, s_oh, s_ow, s_b,
+    # Along d and h: stride, padding, dilation and the window's extent; along w: padding,
+    # dilation and extent
+    st_d, st_h, pad_d, pad_h, dil_d, dil_h, k_d, k_h, pad_w, dil_w, k_w,
+    # Meta-parameters: along w the stride, the next power of two of it, the step between a
+    # phase's taps, the input step per such step and the most taps of any phase; bias; the
+    # tile (column groups of SP x output channels)
+    ST_W: tl.constexpr, SP: tl.constexpr, STEP_W: tl.constexpr, DIL_W: tl.constexpr,
+    NT_W: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_Q: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    # A transposed convolution with a short reduction, on the FMA units, in output order: a
+    # program owns BLOCK_Q * ST_W neighbouring columns of one output row (n, od, oh) x BLOCK_N
+    # output channels of a group, held as [channels, phase r, q] for column ST_W * q + r, so
+    # its stores are whole runs of each channel's row. Input i reaches output o = i * st - pad
+    # + t * dil through tap t. A row's (td, th) taps are the same for all its columns: the
+    # taps that miss it are skipped (a loop of no channels), so with KernelBench 81's stride 5
+    # and dilation 2 two rows in five store the bias alone. Along w a phase r's taps are every
+    # STEP_W-th from its first, reading input q + off(r) - j * DIL_W: per input channel and
+    # tap, one input value per column (contiguous along q) and one weight per (channel, r),
+    # their products accumulated in fp32 (exact products). The phase kernels
+    # (conv_fma_kernel) store each stride phase strided, part of each memory sector at a time.
+    pid_r = tl.program_id(0).to(tl.int64)
+    pid_n = tl.program_id(2)
+    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    g = pid_n // n_blocks_n
+    offs_n = (pid_n % n_blocks_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_n = offs_n < C_OUT_G
+    r = tl.arange(0, SP)
+    q = tl.program_id(1) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    ow = q[None, :] * ST_W + r[:, None]
+    mask_w = (ow < OW) & (r < ST_W)[:, None]
+    # phase r's first tap, its taps and the input offset of the first
+    f_w, nt_w, off_w = phase_taps(r, pad_w, -dil_w, k_w, ST_W, STEP_W)
+    oh = pid_r % OH
+    t = pid_r // OH
+    od = t % OD
+    n = t // OD
+    x_n = n * s_xn + (g * C_IN_G).to(tl.int64) * s_xc
+    w_n = g * s_wg + offs_n * s_wo
+    acc = tl.zeros((BLOCK_N, SP, BLOCK_Q), dtype=tl.float32)
+    for t_d in range(k_d):
+        e_d = od + pad_d - t_d * dil_d
+        i_d = e_d // st_d
+        ok_d = (e_d >= 0) & (e_d % st_d == 0) & (i_d < ID)
+        for t_h in range(k_h):
+            e_h = oh + pad_h - t_h * dil_h
+            i_h = e_h // st_h
+            ok_h = (e_h >= 0) & (e_h % st_h == 0) & (i_h < IH)
+            x_dh = x_n + i_d * s_xd + i_h * s_xh
+            w_dh = w_n + (t_d * s_wd + t_h * s_wh)
+            for j in tl.static_range(NT_W):
+                i_w = q[None, :] + (off_w - j * DIL_W)[:, None]
+                ok = mask_w & (j < nt_w)[:, None] & (i_w >= 0) & (i_w < IW)
+                w_j = w_dh[:, None] + ((f_w + j * STEP_W) * s_ww)[None, :]
+                mask_wj = mask_n[:, None] & ((j < nt_w) & (r < ST_W))[None, :]
+                # no input channel where the tap misses this row
+                for c in range(0, tl.where(ok_d & ok_h, C_IN_G, 0)):
+                    xv = tl.load(x_ptr + (x_dh + c * s_xc + i_w * s_xw), mask=ok,
+                                 other=0.0).to(tl.float32)
+                    wv = tl.load(w_ptr + (w_j + c * s_wi), mask=mask_wj,
+                                 other=0.0).to(tl.float32)
+                    acc += wv[:, :, None] * xv[None, :, :]
+    co = g * C_OUT_G + offs_n
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + co * s_b, mask=mask_n, other=0.0).to(tl.float32)
+        acc += bias[:, None, None]
+    o_row = n * s_on + od * s_od + oh * s_oh
+    out_ptrs = out_ptr + (o_row + co[:, None, None].to(tl.int64) * s_oc
+                          + (ow * s_ow)[None, :, :])
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=mask_n[:, None, None] & mask_w[None, :, :])
+
+
+@triton.jit
 def phase_interleave_kernel(
     # Pointers: the phase-major result [SD * SH * SW, N * C, JD, JH, JW] (phase (pd, ph, pw)
     # holds the output positions (pd + SD * j_d, ph + SH * j_h, pw + SW * j_w)); the output
@@ -811,6 +895,34 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
         BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw, num_warps=NUM_WARPS)
 
 
+def _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s_wi):
+    """A transposed convolution with a short reduction on the FMA units in output order
+    (``conv_rows_fma_kernel``): a program BLOCK_M // SP groups of stride-many columns of one
+    output row (SP the stride along w's next power of two; at most the row, rounded up) x
+    BLOCK_N output channels of a group."""
+    n_batch, _, od, oh, ow = out.shape
+    rows = n_batch * od * oh
+    sp = triton.next_power_of_2(st[2])
+    block_q = max(1, min(BLOCK_M // sp, triton.next_power_of_2(triton.cdiv(ow, st[2]))))
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+    grid = (rows, triton.cdiv(ow, block_q * st[2]), groups * triton.cdiv(c_out_g, block_n))
+    if rows >= 2 ** 31 or max(grid[1:]) >= 2 ** 16:
+        raise ValueError(f"the output's {rows} rows x {grid[1]} column tiles x {grid[2]} "
+                         f"channel tiles exceed the grid; use larger tiles")
+    # along w a phase's taps lie `step` apart: the least step * dil that the stride divides
+    step = next(t for t in range(1, st[2] + 1) if t * dil[2] % st[2] == 0)
+    s_wo, s_wg = _weight_group_strides(w5, True, c_in_g, c_out_g, s_wi)
+    has_bias = bias is not None
+    conv_rows_fma_kernel[grid](
+        x5, w5, bias if has_bias else w5, out, rows, c_out_g, *x5.shape[2:], od, oh, ow,
+        c_in_g, *x5.stride(), s_wg, s_wo, s_wi, *w5.stride()[2:], *out.stride(),
+        bias.stride(0) if has_bias else 0, st[0], st[1], pad[0], pad[1], dil[0], dil[1],
+        *w5.shape[2:4], pad[2], dil[2], w5.shape[4], ST_W=st[2], SP=sp, STEP_W=step,
+        DIL_W=step * dil[2] // st[2], NT_W=-(-w5.shape[4] // step), HAS_BIAS=has_bias,
+        BLOCK_Q=block_q, BLOCK_N=block_n,
+        num_warps=max(1, min(NUM_WARPS, block_q * sp * block_n // 32)))
+
+
 def _im2col_launch(x5, w5, bias, out, k_total, st, pad, dil, tf32x3, xs, s_op):
     """A standard convolution with one group as the im2col matrix [positions, K] written once
     (rows padded to a multiple of BLOCK_K), then a plain GEMM by the weight on the tensor
@@ -972,7 +1084,8 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
-            tf32x3=False, channels_last=False, fma=False, phase_major=False, im2col=False):
+            tf32x3=False, channels_last=False, fma=False, phase_major=False, im2col=False,
+            out_rows=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
     the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
@@ -984,7 +1097,9 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     writes each stride phase contiguous into a buffer and interleaves them in one pass;
     ``im2col``: a standard convolution with one group writes its im2col matrix (positions x
     input channels * taps) once, then multiplies it by the weight in a plain GEMM, where the
-    matrix takes at most IM2COL_MAX_BYTES."""
+    matrix takes at most IM2COL_MAX_BYTES; ``out_rows``: a transposed convolution whose
+    reduction (input channels per group x window taps) is at most MAX_FMA_K runs on the FMA
+    units in output order, a program a run of one output row's columns."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -1036,6 +1151,9 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     # (``phase_major``), each phase is written contiguous into its block of a phase-major
     # buffer and one pass interleaves them, where a phase's strided stores fill a 1 / stride
     # part of each memory sector (on an H200 it paid off on KernelBench 72 only: conv.py).
+    if out_rows and 0 < c_in_g * ks[0] * ks[1] * ks[2] <= MAX_FMA_K:
+        _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s_wi)
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     phases = [(pd, ph, pw) for pd in range(st[0]) for ph in range(st[1]) for pw in range(st[2])]
     found = {p: [_phase_taps(*a) for a in zip(p, ks, st, pad, dil)] for p in phases}
     counts = [d[0][2] * h[0][2] * w[0][2] for d, h, w in found.values()]
