@@ -859,6 +859,12 @@ def _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi):
     return s_wo, c_in_g * s_wi if transposed else c_out_g * s_wo
 
 
+def _tap_step(stride, dil):
+    """How far apart a transposed convolution's taps that reach one stride phase lie along a
+    dim: the least step that the stride divides step * dil by."""
+    return next(t for t in range(1, stride + 1) if t * dil % stride == 0)
+
+
 def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad, dil, s_wi,
                 phased=False):
     """A convolution with a short reduction (c_in_g x the taps, at most MAX_FMA_K; a transposed
@@ -876,8 +882,7 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
     if phased:
         # input = j + (phase + pad - tap * dil) / stride: the phases' grid of j is phase 0's
         grid_out, phases, a, b = out[:, :, ::st[0], ::st[1], ::st[2]], st, pad, [-d for d in dil]
-        # a phase's taps lie `step` apart: the least step * dil that the stride divides
-        steps = [next(t for t in range(1, s + 1) if t * d % s == 0) for s, d in zip(st, dil)]
+        steps = [_tap_step(s, d) for s, d in zip(st, dil)]
         st = [1, 1, 1]
     else:  # input = o * stride - pad + tap * dil
         grid_out, phases, a, b, steps = out, [1, 1, 1], [-p for p in pad], dil, [1, 1, 1]
@@ -909,8 +914,7 @@ def _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s
     if rows >= 2 ** 31 or max(grid[1:]) >= 2 ** 16:
         raise ValueError(f"the output's {rows} rows x {grid[1]} column tiles x {grid[2]} "
                          f"channel tiles exceed the grid; use larger tiles")
-    # along w a phase's taps lie `step` apart: the least step * dil that the stride divides
-    step = next(t for t in range(1, st[2] + 1) if t * dil[2] % st[2] == 0)
+    step = _tap_step(st[2], dil[2])
     s_wo, s_wg = _weight_group_strides(w5, True, c_in_g, c_out_g, s_wi)
     has_bias = bias is not None
     conv_rows_fma_kernel[grid](
@@ -1144,6 +1148,10 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
                      tf32x3, xs, run_w, fma, im2col)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
+    # in output order (conv_rows_fma_kernel), where asked and the reduction is short
+    if out_rows and 0 < c_in_g * ks[0] * ks[1] * ks[2] <= MAX_FMA_K:
+        _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s_wi)
+        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # A transposed convolution, one stride phase at a time: the output positions
     # phase + stride * j are reached by a fixed part of the window, each tap from input j plus
     # a fixed offset: a standard convolution with stride 1 written into a strided view of the
@@ -1151,9 +1159,6 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     # (``phase_major``), each phase is written contiguous into its block of a phase-major
     # buffer and one pass interleaves them, where a phase's strided stores fill a 1 / stride
     # part of each memory sector (on an H200 it paid off on KernelBench 72 only: conv.py).
-    if out_rows and 0 < c_in_g * ks[0] * ks[1] * ks[2] <= MAX_FMA_K:
-        _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s_wi)
-        return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     phases = [(pd, ph, pw) for pd in range(st[0]) for ph in range(st[1]) for pw in range(st[2])]
     found = {p: [_phase_taps(*a) for a in zip(p, ks, st, pad, dil)] for p in phases}
     counts = [d[0][2] * h[0][2] * w[0][2] for d, h, w in found.values()]
