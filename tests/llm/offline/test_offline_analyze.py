@@ -90,9 +90,9 @@ def test_plans_are_frozen_and_spaces_contain_defaults():
     for key, value in plan.default_params().items():
         assert value in plan.space[key]
     # fp32 and not batched: the precision (tf32x3, split once, ieee), split once's chain
-    # length and the split of K are tunable too
+    # length, the split of K and the persistent kernel are tunable too
     assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TF32X3",
-            "CHAIN_K", "SPLIT_K"} == set(plan.space)
+            "CHAIN_K", "SPLIT_K", "PERSISTENT"} == set(plan.space)
 
 
 def test_model_attributes_are_read_at_call_time():

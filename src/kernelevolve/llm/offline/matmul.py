@@ -45,6 +45,21 @@ is long (KernelBench's 256x256 by K=524288 has 4 tiles of 128x128), each of SPLI
 tile sums one K range into an fp32 workspace and a second launch adds the ranges in a fixed
 order and applies the epilogue: deterministic, unlike atomics.
 
+Persistent (``PERSISTENT``, non-batched fp32 with tf32x3 or ieee products, no split-K): one
+program per SM walks the output tiles (``persistent_matmul_kernel``), its tile loop and k loop
+flattened into one software-pipelined loop (``tl.range(..., flatten=True)``), the tiles read and
+the output written through TMA tensor descriptors (the store leaves from shared memory while the
+next tile's loads and products run). Where K is short the output's store is the work: KernelBench
+7 ([32768, 64] @ [64, 32768]) and 9 (K = 32) ran on an H200 in 2.21 and 1.47 ms against 3.50
+and 2.59 with a program per tile of the same size (the earlier defaults 3.32 and 1.90; cuBLAS
+SGEMM 4.02 and 2.58; a pure write of the output 0.92; ``offline_variants_h200/
+matmul_persistent.md``); the prototype with pointer loads and stores in the same flattened loop
+2.45 and 1.81, with the loops nested 3.1 and 2.6. So it is the default where K is at most
+PERSISTENT_MAX_K, and a move of the search elsewhere. TMA needs rows of a multiple of 16 bytes
+and an sm_90 GPU (or the interpreter): the launcher copies a and b K-major into padded rows as
+for tf32x3, and where the output's rows are not (N * its element size not a multiple of 16) or
+the GPU is older, it launches the per-tile kernel instead.
+
 fp16/bf16 tiles go to the tensor cores, except in the CPU interpreter, which multiplies 16-bit tiles
 as raw integers, so there they are upcast first (exact: products of 16-bit floats fit fp32).
 """
@@ -90,6 +105,11 @@ DEFAULTS_16 = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num
                "num_stages": 3}
 # The fp32 tile where K fits one k step (``plan``)
 ONE_STEP_FP32 = {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 1}
+# The persistent kernel's tile (``offline_variants_h200/matmul_persistent.md``: 128 x 128 x 64 in
+# 3 stages asks for 256 KB with the output tile's buffer; 128 x 256 more)
+PERSISTENT_TILES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8,
+                    "num_stages": 3, "TF32X3": 1}
+PERSISTENT_MAX_K = 64  # K up to which the persistent kernel is the default (one or two k steps)
 IN_KERNEL_A_MAX_COLUMNS = 16  # columns of output tiles up to which TF32X3 = 3 is the default
 SPLIT_KS = (1, 2, 4, 8, 16, 32, 64)
 SPLIT_MIN_PROGRAMS = 128  # about one program per SM of a large GPU (H100/H200: 132)
@@ -98,6 +118,7 @@ SPLIT_MIN_K = 2048  # each split's K range at least this long, or the second pas
 SMEM_BYTES = 227 * 1024  # Hopper's shared memory per block (H100/H200: 227 KB usable)
 
 
+_TMA_IMPORT = "from triton.tools.tensor_descriptor import TensorDescriptor"
 _ALIGNED_ROWS = '''def aligned_rows(t):
     """``t`` copied row-major into rows padded with zeros to a multiple of 16 elements (all of
     them: the GEMM may run K to the padded length, its k tiles' masks then provably whole in
@@ -175,6 +196,13 @@ def in_kernel_a_pays(spec: GemmSpec, params: Mapping[str, int]) -> bool:
     columns) in 0.50 and 4.95 ms against 0.63 and 5.81, batched 3 (16) in 3.56 against 3.84,
     and lost on the 4096^2 ones (32 columns: 1, 16, 17: 1.46-1.59 ms against 1.29-1.31)."""
     return -(-spec.b.shape[-1] // params["BLOCK_N"]) <= IN_KERNEL_A_MAX_COLUMNS
+
+
+def persistent_pays(spec: GemmSpec) -> bool:
+    """Whether an fp32 GEMM defaults to the persistent kernel: a short K (at most
+    PERSISTENT_MAX_K), where writing the output is the work, and output rows TMA can store
+    (N fp32 elements a multiple of 16 bytes)."""
+    return spec.a.shape[-1] <= PERSISTENT_MAX_K and spec.b.shape[-1] % 4 == 0
 
 
 def program_k(k: int, split: int, block_k: int) -> int:
@@ -268,6 +296,12 @@ class MatmulTemplate:
             rows = (2 * params["BLOCK_M"] if params["TF32X3"] == 2 else params["BLOCK_M"]) + (
                 2 * params["BLOCK_N"])
             smem = rows * params["BLOCK_K"] * 4 * params["num_stages"]
+        if params.get("PERSISTENT"):
+            if params.get("TF32X3") not in (0, 1) or params.get("SPLIT_K", 1) != 1:
+                return "the persistent kernel takes TF32X3 0 or 1 and no split-K"
+            # the output tile's buffer for its TMA store besides the pipelined tiles
+            smem = ((params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"]
+                    * params["num_stages"] + params["BLOCK_M"] * params["BLOCK_N"]) * 4
         if smem > SMEM_BYTES:
             return f"{smem // 1024} KB of shared memory for the pipelined tiles (limit 227 KB)"
         per_thread = params["BLOCK_M"] * params["BLOCK_N"] // (32 * params["num_warps"])
@@ -297,9 +331,7 @@ class MatmulTemplate:
     def _kernel(self) -> str:
         names = self.sig.operand_names
         batched = self.spec.batched
-        others = [o for o in self.epilogue_ops]
-        if self.bias_op is not None:
-            others = [self.bias_op] + [o for o in others if o is not self.bias_op]
+        others = self._others()
         ptrs = (["a_ptr", "b_ptr"] + ([] if self.half else ["alo_ptr", "blo_ptr", "special_ptr"])
                 + [f"{names[id(o)]}_ptr" for o in others] + ["out_ptr"])
         if not batched:
@@ -471,6 +503,69 @@ class MatmulTemplate:
         self._epilogue(lines, ind, batched)
         return "\n".join(lines)
 
+    def _persistent_kernel(self) -> str:
+        """``persistent_matmul_kernel``: a program per SM over the output tiles, the tile and k
+        loops flattened into one pipelined loop, tiles in and out through TMA descriptors."""
+        names = self.sig.operand_names
+        others = self._others()
+        tiles = [o for o in others if self.kinds[id(o)] == "tile"]
+        lines = ["@triton.jit", "def persistent_matmul_kernel(",
+                 "    # TMA descriptors: a [M, K] row-major, b K-major ([N, K] rows), out [M, N]",
+                 "    a_desc, b_desc, out_desc,"]
+        if others:
+            lines += ["    # Epilogue operands",
+                      f"    {', '.join(f'{names[id(o)]}_ptr' for o in others)},"]
+        lines += ["    # Sizes", "    M, N, K,"]
+        if tiles:
+            lines += ["    # Strides of the epilogue's tiles (contiguous rows)",
+                      f"    {', '.join(f'stride_{names[id(o)]}_m' for o in tiles)},"]
+        if self.sig.scalars:
+            lines += ["    # Scalars (model attributes)",
+                      f"    {', '.join(self.sig.scalars.values())},"]
+        lines += ["    # Meta-parameters", "    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,",
+                  "    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,",
+                  "    # fp32 products: 1 tf32x3, 0 ieee",
+                  "    TF32X3: tl.constexpr,",
+                  "    # programs launched (one per SM)",
+                  "    NUM_SMS: tl.constexpr,",
+                  "):",
+                  "    num_pid_m = tl.cdiv(M, BLOCK_M)", "    num_pid_n = tl.cdiv(N, BLOCK_N)",
+                  "    num_pid_in_group = GROUP_M * num_pid_n",
+                  "    k_tiles = tl.cdiv(K, BLOCK_K)",
+                  "    # One loop over this program's tiles and their k steps (flatten): the next",
+                  "    # tile's loads are issued while this one's products and store run.",
+                  "    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS,",
+                  "                         flatten=True):",
+                  "        # Grouped ordering, as in fused_matmul_kernel",
+                  "        group_id = tile // num_pid_in_group",
+                  "        first_pid_m = group_id * GROUP_M",
+                  "        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)",
+                  "        pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)",
+                  "        pid_n = (tile % num_pid_in_group) // group_size_m",
+                  "        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+                  "        for ki in range(k_tiles):",
+                  "            # past K (and the rows' ends) the descriptors read zeros",
+                  "            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])",
+                  "            b = b_desc.load([pid_n * BLOCK_N, ki * BLOCK_K]).T",
+                  "            if TF32X3:",
+                  "                acc = tl.dot(a, b, acc, input_precision=\"tf32x3\")",
+                  "            else:",
+                  "                acc = tl.dot(a, b, acc, input_precision=\"ieee\")",
+                  "        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+                  "        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
+                  "        mask_m = offs_m < M", "        mask_n = offs_n < N",
+                  "        mask = mask_m[:, None] & mask_n[None, :]"]
+        # the descriptor's store drops the rows and columns past the output's end
+        self._epilogue(lines, "        ", False, store_desc=True)
+        return "\n".join(lines)
+
+    def _others(self) -> list[Operand]:
+        """The epilogue's operands in kernel argument order (the bias first)."""
+        others = list(self.epilogue_ops)
+        if self.bias_op is not None:
+            others = [self.bias_op] + [o for o in others if o is not self.bias_op]
+        return others
+
     def _kernel_head(self, ptrs: list[str], strides: list[str]) -> list[str]:
         """The kernel's signature up to its meta-parameters: pointers, sizes, strides and the
         model's scalar attributes."""
@@ -483,10 +578,13 @@ class MatmulTemplate:
                       f"    {', '.join(self.sig.scalars.values())},"]
         return lines
 
-    def _epilogue(self, lines: list[str], ind: str, batched: bool) -> None:
+    def _epilogue(self, lines: list[str], ind: str, batched: bool,
+                  store_desc: bool = False) -> None:
         """Append the fused epilogue and the store: ``acc`` is the fp32 [BLOCK_M, BLOCK_N] tile
         of the product at rows ``offs_m`` and columns ``offs_n`` (``mask_m``, ``mask_n``,
-        ``mask`` in scope); the matrix-vector template (gemv.py) shares it."""
+        ``mask`` in scope), stored through ``out_ptr`` or, with ``store_desc``, the TMA
+        descriptor ``out_desc`` at tile (``pid_m``, ``pid_n``); the matrix-vector template
+        (gemv.py) shares it."""
         names = self.sig.operand_names
         lines.append(f"{ind}# Epilogue, in fp32 registers")
 
@@ -524,6 +622,10 @@ class MatmulTemplate:
 
         writer = ExprWriter(lines, ind, leaf, self.sig.scalars, prefix="e")
         result = writer.emit(self.lowered.output)
+        if store_desc:
+            lines += [f"{ind}out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], "
+                      f"{result}.to(out_desc.dtype))"]
+            return
         o0 = "out_ptr + batch * stride_ob" if batched else "out_ptr"
         lines += [f"{ind}out_ptrs = {o0} + offs_m[:, None].to(tl.int64) * stride_om + "
                   "offs_n[None, :]",
@@ -553,7 +655,16 @@ class MatmulTemplate:
                   f"        raise ValueError(f\"cannot multiply {{list({a}.shape)}} by "
                   f"{{list({b}.shape)}}\")",
                   "    M, K = a.shape[-2], a.shape[-1]", "    N = b.shape[-1]"]
+        dtype = dtype_expr(self.gemm.dtype, [spec.a], {id(spec.a): a})
         if tensor_cores and not self.half:
+            if batched:
+                lines.append("    tma = False")
+            else:
+                lines += ["    # the persistent kernel's TMA descriptors: rows of a multiple of 16 bytes",
+                          "    # (a and b are copied so below; the output's are N's) on sm_90 or later",
+                          "    # (or in the interpreter, on the CPU)",
+                          f"    tma = bool(PERSISTENT) and N * {dtype}.itemsize % 16 == 0 and (",
+                          "        a.device.type == \"cpu\" or torch.cuda.get_device_capability(a.device)[0] >= 9)"]
             lines += ["    a_lo, b_lo = a, b  # the remainders, where the operands are split once",
                       "    special = a  # set where a split operand holds an infinity or NaN",
                       "    if TF32X3 == 2:",
@@ -573,20 +684,20 @@ class MatmulTemplate:
                       "            a = aligned_rows(a)",
                       "        b, b_lo = (t.transpose(-1, -2)",
                       "                   for t in split_tf32(b.transpose(-1, -2), special))",
-                      "    elif TF32X3 and a.device.type == \"cuda\":",
+                      "    elif TF32X3 and a.device.type == \"cuda\" or tma:",
                       "        # TF32 tensor-core products read both tiles K-major (a row-major,",
                       "        # b column-major) from rows of a multiple of 16 elements; an",
                       "        # operand laid out otherwise is copied once into padded rows, a",
                       "        # pass over it that costs far less than the product it speeds up.",
-                      "        if a.stride(-1) != 1 or a.stride(-2) % 16 or K % 16:",
+                      "        # (TMA also needs 16-byte aligned starts.)",
+                      "        if a.stride(-1) != 1 or a.stride(-2) % 16 or K % 16 or a.data_ptr() % 16:",
                       "            a = aligned_rows(a)",
-                      "        if b.stride(-2) != 1 or b.stride(-1) % 16 or K % 16:",
+                      "        if b.stride(-2) != 1 or b.stride(-1) % 16 or K % 16 or b.data_ptr() % 16:",
                       "            b = aligned_rows(b.transpose(-1, -2)).transpose(-1, -2)",
                       "    # Where the operands were copied, K to their padded length: its last",
                       "    # k tile multiplies zeros, and the compiler proves the k masks whole in",
                       "    # runs of 16 (K = 2949 unpadded: scalar loads, 6.0 ms on an H200).",
                       "    K = a.shape[-1]"]
-        dtype = dtype_expr(self.gemm.dtype, [spec.a], {id(spec.a): a})
         if batched:
             lines.append(f"    out = torch.empty((a.shape[0], M, N), dtype={dtype}, "
                          f"device=a.device)")
@@ -597,9 +708,7 @@ class MatmulTemplate:
         else:
             lines.append("    out_shape = out.shape")
         lines += ["    if out.numel() == 0:", "        return out.view(out_shape)"]
-        others = list(self.epilogue_ops)
-        if self.bias_op is not None:
-            others = [self.bias_op] + [o for o in others if o is not self.bias_op]
+        others = self._others()
         rows = "a.shape[0] * M" if batched else "M"
         for op in others:
             n = names[id(op)]
@@ -662,6 +771,23 @@ class MatmulTemplate:
         if batched:
             lines += launch("grid", None, 0, "1")
         else:
+            if not self.half:
+                epi = [names[id(o)] for o in others] + ["M", "N", "K"] + [
+                    f"{names[id(o)]}.stride(0)" for o in tiles] + list(sig.scalars.values())
+                lines += [
+                    "    if tma:",
+                    "        # persistent: a program per SM over the output tiles",
+                    "        sms = (torch.cuda.get_device_properties(a.device).multi_processor_count",
+                    "               if a.device.type == \"cuda\" else 4)",
+                    "        a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K])",
+                    "        b_desc = TensorDescriptor.from_tensor(b.transpose(-1, -2), [BLOCK_N, BLOCK_K])",
+                    "        out_desc = TensorDescriptor.from_tensor(out, [BLOCK_M, BLOCK_N])",
+                    "        persistent_matmul_kernel[(min(sms, grid[0]),)](",
+                    "            a_desc, b_desc, out_desc," + "".join(f" {e}," for e in epi),
+                    "            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
+                    "            TF32X3=TF32X3, NUM_SMS=sms, num_warps=NUM_WARPS, num_stages=NUM_STAGES,",
+                    "        )",
+                    "        return out.view(out_shape)"]
             lines += ["    if SPLIT_K > 1:",
                       "        # split-K: too few output tiles to fill the GPU, a long K. Each",
                       "        # program sums its K range into ws; a second pass adds them up in",
@@ -684,9 +810,14 @@ class MatmulTemplate:
             consts["CHAIN_K"] = params.get("CHAIN_K", DEFAULTS_FP32["CHAIN_K"])
         if not self.spec.batched:
             consts["SPLIT_K"] = params["SPLIT_K"]
+        persistent = not self.half and not self.spec.batched
+        if persistent:
+            consts["PERSISTENT"] = params.get("PERSISTENT", 0)
         return module_source(self.problem, self.description, consts,
-                             ([] if self.half else [_SPLIT_KERNEL]) + [self._kernel()],
-                             ([] if self.half else [_ALIGNED_ROWS, _SPLIT_LAUNCHER])
+                             ([] if self.half else [_SPLIT_KERNEL]) + [self._kernel()]
+                             + ([self._persistent_kernel()] if persistent else []),
+                             ([_TMA_IMPORT] if persistent else [])
+                             + ([] if self.half else [_ALIGNED_ROWS, _SPLIT_LAUNCHER])
                              + [self._launcher()],
                              self.traced.forward_args,
                              self.sig.call("fused_matmul"))
@@ -718,8 +849,13 @@ class MatmulTemplate:
             defaults["GROUP_M"] = 1
             if not half:
                 defaults.update(ONE_STEP_FP32)
+        if not half and not spec.batched:
+            space["PERSISTENT"] = (0, 1)
+            defaults["PERSISTENT"] = int(persistent_pays(spec))
+            if defaults["PERSISTENT"]:
+                defaults.update(PERSISTENT_TILES)
         if not spec.batched:
             space["SPLIT_K"] = SPLIT_KS
-            defaults["SPLIT_K"] = split_k(spec, defaults)
+            defaults["SPLIT_K"] = 1 if defaults.get("PERSISTENT") else split_k(spec, defaults)
         return KernelPlan("matmul", desc, space, defaults,
                           cls(problem, traced, lowered, desc))
