@@ -142,44 +142,50 @@ VARIANTS = [
 ]
 
 
-def main():
+def _problem(name: str, k: int, size: int, dev: str) -> list[dict]:
+    """Every variant's error and (on the GPU) median time at C [size, size] = [size, k] @ [k, size]."""
+    torch.manual_seed(0)
+    a = torch.rand(size, k, device=dev)
+    b = torch.rand(k, size, device=dev)
+    bt = b.t().contiguous()
+    ref = (a.double() @ b.double()).float()
+    c = torch.empty(size, size, device=dev)
+    rows = []
+    if dev == "cuda":
+        from triton.testing import do_bench
+        rows.append(dict(problem=name, variant="eager torch.mm", ms=do_bench(lambda: torch.mm(a, b))))
+        rows.append(dict(problem=name, variant="c.fill_ (write floor)", ms=do_bench(lambda: c.fill_(1.0))))
+    for which, base in VARIANTS:
+        cfg = dict(base, BK=min(base.get("BK", k), k))
+        row = dict(problem=name, variant=f"{which} {cfg}")
+        try:
+            c.zero_()
+            run(which, a, bt, c, cfg)
+            row["max_rel_err"] = ((c - ref).abs() / ref.abs().clamp_min(1e-6)).max().item()
+            if dev == "cuda":
+                row["ms"] = do_bench(lambda w=which, g=cfg: run(w, a, bt, c, g))
+        except Exception as e:  # noqa: BLE001 -- a variant that does not build is a result
+            row["error"] = repr(e)[:300]
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def main() -> None:
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
     size = 32768 if dev == "cuda" else 256
     rows = []
-    for name, K in (("7_Matmul_with_small_K_dimension_", 64), ("9_Tall_skinny", 32)):
-        torch.manual_seed(0)
-        a = torch.rand(size, K, device=dev)
-        b = torch.rand(K, size, device=dev)
-        bt = b.t().contiguous()
-        ref = (a.double() @ b.double()).float() if dev == "cpu" else None
-        c = torch.empty(size, size, device=dev)
+    for name, k in (("7_Matmul_with_small_K_dimension_", 64), ("9_Tall_skinny", 32)):
+        rows += _problem(name, k, size, dev)
         if dev == "cuda":
-            from triton.testing import do_bench
-            eager = do_bench(lambda: torch.mm(a, b))
-            fill = do_bench(lambda: c.fill_(1.0))
-            ref = torch.mm(a.double(), b.double()).float() if size <= 32768 else None
-            rows.append(dict(problem=name, variant="eager torch.mm", ms=eager))
-            rows.append(dict(problem=name, variant="c.fill_ (write floor)", ms=fill))
-        for which, cfg in VARIANTS:
-            cfg = dict(cfg, BK=min(cfg.get("BK", K), K))
-            try:
-                c.zero_()
-                run(which, a, bt, c, cfg)
-                err = ((c - ref).abs() / ref.abs().clamp_min(1e-6)).max().item()
-                ms = do_bench(lambda: run(which, a, bt, c, cfg)) if dev == "cuda" else float("nan")
-                rows.append(dict(problem=name, variant=f"{which} {cfg}", ms=ms, max_rel_err=err))
-            except Exception as e:  # noqa: BLE001
-                rows.append(dict(problem=name, variant=f"{which} {cfg}", error=repr(e)[:300]))
-            print(rows[-1], flush=True)
-        print(rows[0], rows[1], flush=True)
-        del a, b, bt, c, ref
-        torch.cuda.empty_cache() if dev == "cuda" else None
+            torch.cuda.empty_cache()
     with open(os.path.join(out, "mm_tma.json"), "w") as f:
         json.dump(dict(device=torch.cuda.get_device_name(0) if dev == "cuda" else "cpu",
                        torch=torch.__version__, triton=triton.__version__,
-                       when=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), rows=rows), f, indent=1)
+                       when=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), rows=rows),
+                  f, indent=1)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,11 @@ _CHECK = conv_script((
                    F.conv2d(xg, wg, None, 1, 1, 1, 2)),
         "1d": (lambda **k: conv_nd(x1, w1, None, 3, 2, 1, 1, False, 0, **k),
                F.conv1d(x1, w1, None, 3, 2)),
+        # no padding: every tap inside x, the kernel's bounds per tap left out (IN_BOUNDS)
+        "unpadded": (lambda **k: conv_nd(x, w, b, (2, 1), 0, (1, 2), 1, False, 0, **k),
+                     F.conv2d(x, w, b, (2, 1), 0, (1, 2))),
+        "unpadded_3d": (lambda **k: conv_nd(x3, w3, None, 1, 0, 1, 1, False, 0, **k),
+                        F.conv3d(x3, w3, None, 1, 0)),
         "transposed": (lambda **k: conv_nd(xg, wt, b[:3], 2, 1, 1, 1, True, 1, **k),
                        F.conv_transpose2d(xg, wt, b[:3], 2, 1, 1)),
         "transposed_groups": (lambda **k: conv_nd(xg, wtg, None, 3, 1, 2, 2, True, 1, **k),
@@ -93,7 +98,8 @@ def test_fma_and_phase_major_convolutions_match_torch_in_the_interpreter():
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     res, major = out["res"], out["major"]
-    for name in ("2d", "dilated", "3d", "groups", "1d", "transposed", "transposed_groups"):
+    for name in ("2d", "dilated", "3d", "groups", "1d", "unpadded", "unpadded_3d", "transposed",
+                 "transposed_groups"):
         case = res[name]
         assert case["shape"] and case["err"] < 1e-4, (name, case)
         # the FMA kernel did the work, no GEMM beside it
@@ -168,6 +174,18 @@ def test_fma_and_phase_major_candidates_are_verified(tmp_path, small_pool, point
     result = small_pool.evaluate(problem, plan.render(params))
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
     assert any(c.name == "correct on other shapes" for c in result.checks)
+
+
+def test_bounds_left_out_with_padding_are_refused(tmp_path, small_pool):
+    """The kernel leaves out its bounds only for a standard convolution without padding; a
+    candidate that leaves them out with padding reads outside x, and the judge refuses it."""
+    problem = _problem(tmp_path, "padded3", _conv(3, "float32", False, 1, 3, padding=1))
+    plan = analyze(problem)
+    source = plan.render({**plan.default_params(), "BLOCK_M": 32, "BLOCK_N": 16})
+    rule = "IN_BOUNDS=not transposed and not any(pad)"
+    assert plan.default_params()["FMA"] == 1 and source.count(rule) == 1
+    result = small_pool.evaluate(problem, source.replace(rule, "IN_BOUNDS=True"))
+    assert not result.ok, result.message
 
 
 def _chain(c: int, transposed: bool = False, stride: int = 1, kernel: int = 3,

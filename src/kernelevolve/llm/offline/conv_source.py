@@ -422,6 +422,8 @@ def conv_fma_kernel(
     DIL_D: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
     HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_W: tl.constexpr, FLAT_HW: tl.constexpr,
+    # a standard convolution without padding: every tap of a valid position lies inside x
+    IN_BOUNDS: tl.constexpr,
 ):
     # A convolution with a short reduction (few input channels x a window: an image's first
     # layer) on the FMA units: a program owns BLOCK_M output positions x BLOCK_N output
@@ -458,18 +460,26 @@ def conv_fma_kernel(
             t_h = r % nt_h
             i_d = d0 + t_d * DIL_D
             i_h = h0 + t_h * DIL_H
-            ok_dh = mask_p & (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
+            if IN_BOUNDS:
+                ok_dh = mask_p
+            else:
+                ok_dh = mask_p & (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
             x_dh = x_n + c * s_xc + i_d * s_xd + i_h * s_xh
             w_dh = w_p + (c * s_wi + t_d * STEP_D * s_wd + t_h * STEP_H * s_wh)
             for t_w in tl.static_range(NT_W):
                 i_w = w0 + t_w * DIL_W
-                # a tap past the phase's: no input column and no channel (bounds, since
-                # Triton 3.9's interpreter rejects a block mask and-ed with a scalar one)
-                in_w = tl.where(t_w < nt_w, IW, 0)
-                ok = ok_dh & (i_w >= 0) & (i_w < in_w)
+                if IN_BOUNDS:
+                    # no bounds per tap: the per-element compares cost as much as the FMAs
+                    ok = ok_dh
+                    ok_n = offs_n < C_OUT_G
+                else:
+                    # a tap past the phase's: no input column and no channel (bounds, since
+                    # Triton 3.9's interpreter rejects a block mask and-ed with a scalar one)
+                    in_w = tl.where(t_w < nt_w, IW, 0)
+                    ok = ok_dh & (i_w >= 0) & (i_w < in_w)
+                    ok_n = offs_n < tl.where(t_w < nt_w, C_OUT_G, 0)
                 xv = tl.load(x_ptr + (x_dh + i_w * s_xw), mask=ok, other=0.0).to(tl.float32)
-                wv = tl.load(w_ptr + (w_dh + t_w * STEP_W * s_ww),
-                             mask=offs_n < tl.where(t_w < nt_w, C_OUT_G, 0),
+                wv = tl.load(w_ptr + (w_dh + t_w * STEP_W * s_ww), mask=ok_n,
                              other=0.0).to(tl.float32)
                 acc += xv[:, None] * wv[None, :]
         o_p = o_row + (r_d * s_pd + r_h * s_ph + r_w * s_pw){_epilogue('o_p', 'mask_p', '    ')}
@@ -897,7 +907,8 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
         STEP_D=steps[0], STEP_H=steps[1], STEP_W=steps[2],
         DIL_D=steps[0] * b[0] // phases[0], DIL_H=steps[1] * b[1] // phases[1],
         DIL_W=steps[2] * b[2] // phases[2], HAS_BIAS=has_bias, BLOCK_M=BLOCK_M,
-        BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw, num_warps=NUM_WARPS)
+        BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw,
+        IN_BOUNDS=not transposed and not any(pad), num_warps=NUM_WARPS)
 
 
 def _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s_wi):

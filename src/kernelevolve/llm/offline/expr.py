@@ -16,6 +16,10 @@ from .plan import Unsupported
 
 SQRT1_2 = 0.7071067811865476
 SQRT2_PI = 0.7978845608028654  # sqrt(2 / pi), the tanh-GELU constant
+# tl.maximum / tl.minimum return the number where one side is NaN; torch's relu, clamp,
+# maximum and minimum return NaN (a NaN input or product must reach the output as in the
+# reference)
+NAN = ", propagate_nan=tl.PropagateNan.ALL"
 
 
 def literal(value: float) -> str:
@@ -103,18 +107,18 @@ class ExprWriter:
         op = n.op
         simple = {
             "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-            "neg": "-{0}", "abs": "tl.abs({0})", "relu": "tl.maximum({0}, 0.0)",
+            "neg": "-{0}", "abs": "tl.abs({0})", "relu": f"tl.maximum({{0}}, 0.0{NAN})",
             "exp": "tl.exp({0})", "log": "tl.log({0})", "sqrt": "tl.sqrt({0})",
             "rsqrt": "tl.rsqrt({0})", "sin": "tl.sin({0})", "cos": "tl.cos({0})",
             "erf": "tl.math.erf({0})", "reciprocal": "1.0 / {0}",
             "log1p": "tl.log(1.0 + {0})", "expm1": "tl.exp({0}) - 1.0",
             "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
-            "maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
+            "maximum": f"tl.maximum({{0}}, {{1}}{NAN})", "minimum": f"tl.minimum({{0}}, {{1}}{NAN})",
             "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
             "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "tl.where({0}, {1}, {2})",
             "sign": "tl.where({0} > 0.0, 1.0, tl.where({0} < 0.0, -1.0, 0.0))",
-            "hardsigmoid": "tl.minimum(tl.maximum({0} / 6.0 + 0.5, 0.0), 1.0)",
-            "hardswish": "{0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0",
+            "hardsigmoid": f"tl.minimum(tl.maximum({{0}} / 6.0 + 0.5, 0.0{NAN}), 1.0{NAN})",
+            "hardswish": f"{{0}} * tl.minimum(tl.maximum({{0}} + 3.0, 0.0{NAN}), 6.0{NAN}) / 6.0",
             "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
             "elu": "tl.where({0} > 0.0, {0} * {2}, (tl.exp({0} * {3}) - 1.0) * {1} * {2})",
             "softplus": "tl.where({0} * {1} > {2}, {0}, tl.log(1.0 + tl.exp({0} * {1})) / {1})",
