@@ -30,8 +30,9 @@ def _tile(t, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def mm_plain(a_ptr, bt_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-             GROUP_M: tl.constexpr, PREC: tl.constexpr):
+def mm_per_tile(a_ptr, bt_ptr, c_ptr, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr, GROUP_M: tl.constexpr, PREC: tl.constexpr, DS: tl.constexpr):
+    # a program per output tile; the tile stored through pointers, or the descriptor (DS)
     pid_m, pid_n = _tile(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
@@ -41,22 +42,11 @@ def mm_plain(a_ptr, bt_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
         a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :], mask=rm[:, None] < M)
         bt = tl.load(bt_ptr + rn[:, None] * K + (k0 + rk)[None, :], mask=rn[:, None] < N)
         acc = tl.dot(a, tl.trans(bt), acc, input_precision=PREC)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-@triton.jit
-def mm_desc_store(a_ptr, bt_ptr, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                  BK: tl.constexpr, GROUP_M: tl.constexpr, PREC: tl.constexpr):
-    pid_m, pid_n = _tile(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :], mask=rm[:, None] < M)
-        bt = tl.load(bt_ptr + rn[:, None] * K + (k0 + rk)[None, :], mask=rn[:, None] < N)
-        acc = tl.dot(a, tl.trans(bt), acc, input_precision=PREC)
-    c_desc.store([pid_m * BM, pid_n * BN], acc)
+    if DS:
+        c_desc.store([pid_m * BM, pid_n * BN], acc)
+    else:
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @triton.jit
@@ -104,11 +94,9 @@ def run(which, a, bt, c, cfg):
     common = dict(BM=BM, BN=BN, BK=BK, GROUP_M=cfg.get("GROUP_M", 8), PREC=cfg.get("PREC", "tf32x3"),
                   num_warps=cfg.get("warps", 8), num_stages=cfg.get("stages", 3))
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
-    if which == "plain":
-        mm_plain[(tiles,)](a, bt, c, M, N, K, **common)
-    elif which == "desc_store":
+    if which in ("plain", "desc_store"):
         cd = TensorDescriptor.from_tensor(c, [BM, BN])
-        mm_desc_store[(tiles,)](a, bt, cd, M, N, K, **common)
+        mm_per_tile[(tiles,)](a, bt, c, cd, M, N, K, DS=which == "desc_store", **common)
     else:
         sms = torch.cuda.get_device_properties(0).multi_processor_count if c.is_cuda else 4
         sub = cfg.get("SUB", 0)

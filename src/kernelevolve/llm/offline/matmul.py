@@ -198,6 +198,16 @@ def in_kernel_a_pays(spec: GemmSpec, params: Mapping[str, int]) -> bool:
     return -(-spec.b.shape[-1] // params["BLOCK_N"]) <= IN_KERNEL_A_MAX_COLUMNS
 
 
+def _grouped_order(tile: str, ind: str) -> list[str]:
+    """Kernel lines setting ``pid_m`` and ``pid_n`` of output tile number ``tile`` in grouped
+    order (GROUP_M rows of tiles a group; ``num_pid_m`` and ``num_pid_in_group`` in scope),
+    shared by the per-tile and the persistent kernel."""
+    return [f"{ind}group_id = {tile} // num_pid_in_group", f"{ind}first_pid_m = group_id * GROUP_M",
+            f"{ind}group_size_m = min(num_pid_m - first_pid_m, GROUP_M)",
+            f"{ind}pid_m = first_pid_m + (({tile} % num_pid_in_group) % group_size_m)",
+            f"{ind}pid_n = ({tile} % num_pid_in_group) // group_size_m"]
+
+
 def persistent_pays(spec: GemmSpec) -> bool:
     """Whether an fp32 GEMM defaults to the persistent kernel: a short K (at most
     PERSISTENT_MAX_K), where writing the output is the work, and output rows TMA can store
@@ -363,11 +373,7 @@ class MatmulTemplate:
                   "    # in L2.",
                   "    pid = tl.program_id(0)",
                   "    num_pid_m = tl.cdiv(M, BLOCK_M)", "    num_pid_n = tl.cdiv(N, BLOCK_N)",
-                  "    num_pid_in_group = GROUP_M * num_pid_n",
-                  "    group_id = pid // num_pid_in_group", "    first_pid_m = group_id * GROUP_M",
-                  "    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)",
-                  "    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)",
-                  "    pid_n = (pid % num_pid_in_group) // group_size_m"]
+                  "    num_pid_in_group = GROUP_M * num_pid_n"] + _grouped_order("pid", "    ")
         if batched:
             lines.append("    batch = tl.program_id(1).to(tl.int64)")
         lines += ["    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
@@ -536,13 +542,9 @@ class MatmulTemplate:
                   "    # tile's loads are issued while this one's products and store run.",
                   "    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS,",
                   "                         flatten=True):",
-                  "        # Grouped ordering, as in fused_matmul_kernel",
-                  "        group_id = tile // num_pid_in_group",
-                  "        first_pid_m = group_id * GROUP_M",
-                  "        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)",
-                  "        pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)",
-                  "        pid_n = (tile % num_pid_in_group) // group_size_m",
-                  "        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+                  "        # Grouped ordering, as in fused_matmul_kernel"]
+        lines += _grouped_order("tile", "        ")
+        lines += ["        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
                   "        for ki in range(k_tiles):",
                   "            # past K (and the rows' ends) the descriptors read zeros",
                   "            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])",
