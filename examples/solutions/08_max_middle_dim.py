@@ -5,6 +5,12 @@ import triton.language as tl
 
 
 @triton.jit
+def max_nan(a, b):
+    # a NaN wins, as in torch.amax (tl.maximum's default, like fmax, drops it)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def max_middle_kernel(
     # Pointers
     x_ptr, out_ptr,
@@ -28,8 +34,8 @@ def max_middle_kernel(
         rows = start + offs_1
         mask = (rows[:, None] < dim1) & col_mask[None, :]
         x = tl.load(base + rows[:, None].to(tl.int64) * stride_x1, mask=mask, other=-float("inf"))
-        acc = tl.maximum(acc, x.to(tl.float32))
-    out = tl.max(acc, axis=0)
+        acc = max_nan(acc, x.to(tl.float32))
+    out = tl.reduce(acc, 0, max_nan)
     tl.store(out_ptr + batch * stride_ob + offs_2 * stride_o2, out.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 

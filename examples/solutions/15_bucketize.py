@@ -26,7 +26,8 @@ def bucketize_kernel(
         active = lo < hi
         mid = (lo + hi) // 2
         b = tl.load(boundaries_ptr + mid, mask=mask & active, other=0.0)
-        go_right = active & (b < x)
+        # NaN sorts after every boundary, as in torch.bucketize: it always goes right
+        go_right = active & ((b < x) | (x != x))
         lo = tl.where(go_right, mid + 1, lo)
         hi = tl.where(active & (b >= x), mid, hi)
     tl.store(out_ptr + offs, lo.to(tl.int64), mask=mask)

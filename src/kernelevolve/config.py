@@ -72,6 +72,12 @@ class EvalConfig(_Section):
     allow_loose_fp32: bool = Field(
         False, description="permit fp32 tolerances looser than 1e-3 (off: such values are refused)"
     )
+    nonfinite: Literal["require", "report", "off"] = Field(
+        "report",
+        description="inputs with a few NaN, +inf and -inf values: the output must hold the "
+                    "reference's NaN and infinities at the same places ('require' refuses a "
+                    "kernel that does not; 'report' records the failed check and a flag; 'off' "
+                    "skips it)")
     allowed_ops: list[str] = Field(
         default_factory=list,
         description="aten ops the candidate may call besides allocation/view ops, e.g. ['conv2d', 'mm']",

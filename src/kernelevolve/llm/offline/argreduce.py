@@ -46,15 +46,17 @@ def argreduce_kernel(
         offs_l = start + tl.arange(0, BLOCK_L)
         mask = (offs_l < L)[:, None] & mask_i[None, :]
         offs = base + offs_l.to(tl.int64)[:, None] * inner + offs_i[None, :]
+        # torch takes a NaN as the max (and the min): the first NaN's index wins, and once
+        # the best is NaN no later tile beats it (tl.max and tl.min would skip NaN)
         if IS_MAX:
             v = tl.load(x_ptr + offs, mask=mask, other=-float("inf")).to(tl.float32)
-            m = tl.max(v, axis=0)
-            better = m > best
+            m = tl.reduce(v, 0, max_nan)
+            better = (m > best) | ((m != m) & (best == best))
         else:
             v = tl.load(x_ptr + offs, mask=mask, other=float("inf")).to(tl.float32)
-            m = tl.min(v, axis=0)
-            better = m < best
-        hit = (v == m[None, :]) & mask
+            m = tl.reduce(v, 0, min_nan)
+            better = (m < best) | ((m != m) & (best == best))
+        hit = ((v == m[None, :]) | ((v != v) & (m != m)[None, :])) & mask
         idx = tl.min(tl.where(hit, offs_l[:, None], L), axis=0).to(tl.int64)
         # Strictly better only: the earlier tile keeps ties (and an all -inf column keeps 0).
         best_idx = tl.where(better, idx, best_idx)

@@ -9,6 +9,7 @@ special-function engine needs them).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from .ir import Node
@@ -20,6 +21,31 @@ SQRT2_PI = 0.7978845608028654  # sqrt(2 / pi), the tanh-GELU constant
 # maximum and minimum return NaN (a NaN input or product must reach the output as in the
 # reference)
 NAN = ", propagate_nan=tl.PropagateNan.ALL"
+
+# The reductions' combines and final reductions in a generated kernel: max and min keep NaN as
+# torch's amax/amin/max pooling do (tl.max and tl.min, like fmax, drop it). ``nan_helpers``
+# writes the two @triton.jit combine functions a kernel's text calls (module_source adds them).
+NAN_HELPERS = {
+    "max_nan": "@triton.jit\ndef max_nan(a, b):\n    # a NaN wins, as in torch's max (tl.maximum's "
+               "default, like fmax, drops it)\n    return tl.maximum(a, b" + NAN + ")",
+    "min_nan": "@triton.jit\ndef min_nan(a, b):\n    # a NaN wins, as in torch's min\n"
+               "    return tl.minimum(a, b" + NAN + ")",
+}
+COMBINE = {"sum": "{a} + {v}", "max": "max_nan({a}, {v})", "min": "min_nan({a}, {v})"}
+
+
+def reduce_call(kind: str, x: str, axis: str, keep_dims: bool = False) -> str:
+    """The final reduction of ``x`` along ``axis`` (a sum, or a max/min that keeps NaN)."""
+    keep = ", keep_dims=True" if keep_dims else ""
+    if kind == "sum":
+        return f"tl.sum({x}, axis={axis}{keep})"
+    return f"tl.reduce({x}, {axis}, {kind}_nan{keep})"
+
+
+def nan_helpers(text: str) -> list[str]:
+    """The NaN-keeping combine functions ``text`` calls."""
+    return [src for name, src in NAN_HELPERS.items() if re.search(rf"\b{name}\(|[ ,]{name}[,)]",
+                                                                   text)]
 
 
 def literal(value: float) -> str:

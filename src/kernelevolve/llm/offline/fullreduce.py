@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kernelevolve.problem import Problem
 
-from .expr import ExprWriter
+from .expr import COMBINE, ExprWriter, reduce_call
 from .ir import Lowered, Node
 from .operands import dtype_expr, signature
 from .plan import KernelPlan, Unsupported
@@ -48,8 +48,6 @@ LANE_CHAIN = 256
 # Partials the final program loads at a time (its lanes' chains are n_parts / FINAL_BLOCK long).
 FINAL_BLOCK = 1024
 _IDENTITY = {"sum": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
-_COMBINE = {"sum": "{a} + {v}", "max": "tl.maximum({a}, {v})", "min": "tl.minimum({a}, {v})"}
-_FINAL = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
 
 
 def is_full(lowered: Lowered) -> bool:
@@ -191,13 +189,13 @@ class FullReduceTemplate:
         for k, r in enumerate(self.reds):
             v = writer.emit(r.args[0])
             ident = _IDENTITY[r.attrs[0]]
-            lines.append("        " + f"acc{k} = " + _COMBINE[r.attrs[0]].format(
+            lines.append("        " + f"acc{k} = " + COMBINE[r.attrs[0]].format(
                 a=f"acc{k}", v=f"tl.where(mask, {v}, {ident})"))
         for k, r in enumerate(self.reds):
-            fn = _FINAL[r.attrs[0]]
-            acc = f"acc{k}" if self.period_rank == 0 else f"{fn}(acc{k}, axis=1)"
+            kind = r.attrs[0]
+            acc = f"acc{k}" if self.period_rank == 0 else reduce_call(kind, f"acc{k}", "1")
             lines.append(f"    tl.store(part_ptr + pid * {len(self.reds)} + {k}, "
-                         f"{fn}({acc}, axis=0))")
+                         f"{reduce_call(kind, acc, '0')})")
         lines += ["", "", "@triton.jit", "def full_final_kernel(", "    # Pointers",
                   f"    {', '.join(ptrs + ['part_ptr', 'res_ptr', 'out_ptr'])},",
                   "    # Sizes", f"    {', '.join(['n_parts', 'n_total'] + numels)},"]
@@ -213,10 +211,10 @@ class FullReduceTemplate:
             ident = _IDENTITY[r.attrs[0]]
             part = (f"tl.load(part_ptr + offs_p * {len(self.reds)} + {k}, mask=mask_p, "
                     f"other={ident})")
-            lines.append(f"        acc{k} = " + _COMBINE[r.attrs[0]].format(a=f"acc{k}", v=part))
+            lines.append(f"        acc{k} = " + COMBINE[r.attrs[0]].format(a=f"acc{k}", v=part))
         final = ExprWriter(lines, "    ", self._count_only, self.sig.scalars, prefix="e")
         for k, r in enumerate(self.reds):
-            final.bind(r, final.tmp(f"{_FINAL[r.attrs[0]]}(acc{k}, axis=0)"))
+            final.bind(r, final.tmp(reduce_call(r.attrs[0], f"acc{k}", "0")))
         if self.tensor_out:
             for k, r in enumerate(self.reds):
                 lines.append(f"    tl.store(res_ptr + {k}, {final.names[id(r)]})")

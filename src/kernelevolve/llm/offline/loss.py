@@ -122,7 +122,8 @@ def triplet_margin_kernel(
         d_an += w * w
     dist_ap = tl.sqrt(tl.sum(d_ap, axis=1))
     dist_an = tl.sqrt(tl.sum(d_an, axis=1))
-    loss = tl.where(row_mask, tl.maximum(dist_ap - dist_an + margin, 0.0), 0.0)
+    loss = tl.where(row_mask, tl.maximum(dist_ap - dist_an + margin, 0.0,
+                                         propagate_nan=tl.PropagateNan.ALL), 0.0)
     tl.store(part_ptr + pid, tl.sum(loss, axis=0))'''
 
 TRIPLET_LAUNCHER = '''def triplet_margin_loss(anchor, positive, negative, margin, eps):

@@ -93,7 +93,7 @@ def norm_stats_kernel(
         s2 += tl.load(part_ptr + base + 1, mask=mask, other=0.0)
     n = (tl.cast(P, tl.int64) * R).to(tl.float32)  # tl.cast: P may be 1, a constexpr on the GPU
     m1 = tl.sum(s1, axis=0) / n
-    var = tl.maximum(tl.sum(s2, axis=0) / n - m1 * m1, 0.0)
+    var = tl.maximum(tl.sum(s2, axis=0) / n - m1 * m1, 0.0, propagate_nan=tl.PropagateNan.ALL)
     tl.store(stats_ptr + q * 2, shift + m1)
     tl.store(stats_ptr + q * 2 + 1, 1.0 / tl.sqrt(var + eps))
 

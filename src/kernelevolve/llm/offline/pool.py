@@ -32,6 +32,7 @@ from kernelevolve.problem import Problem
 
 from . import fxgraph
 from .block import BlockTemplate
+from .expr import NAN
 from .lower import op_name
 from .plan import KernelPlan, Unsupported
 from .trace import Traced
@@ -114,12 +115,13 @@ def pool_kernel(
                 ok = ok_r[:, None, None] & ok_w[None, :, :]
                 if IS_MAX:
                     v = tl.load(ptrs, mask=ok, other=-float("inf"))
-                    acc = tl.maximum(acc, v.to(tl.float32))
+                    # a NaN in the window wins, as in torch's max pooling
+                    acc = tl.maximum(acc, v.to(tl.float32), propagate_nan=tl.PropagateNan.ALL)
                 else:
                     v = tl.load(ptrs, mask=ok, other=0.0)
                     acc += v.to(tl.float32)
     if IS_MAX:
-        res = tl.max(acc, axis=2)
+        res = tl.reduce(acc, 2, max_nan)
     else:
         res = tl.sum(acc, axis=2)
         if DIVISOR == 0:
@@ -169,7 +171,7 @@ def slide_kernel(kw: int, sw: int, pw: int, dw: int, is_max: bool) -> str:
     """
     lead, shift, chunks = _slide_span(kw, sw, pw, dw)
     taps = {v: [shift + v * sw + t * dw for t in range(kw)] for v in range(LANES)}
-    fold = "tl.maximum({}, {})" if is_max else "({} + {})"
+    fold = "tl.maximum({}, {}" + NAN + ")" if is_max else "({} + {})"
 
     def tree(names: list[str]) -> str:  # pairwise, as tl.sum's reduction tree would
         if len(names) == 1:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from kernelevolve.problem import Problem
 
-from .expr import ExprWriter
+from .expr import COMBINE, ExprWriter, reduce_call
 from .ir import Lowered, Node
 from .operands import dtype_expr, signature
 from .plan import KernelPlan, Unsupported
@@ -30,8 +30,6 @@ SPACE = {"BLOCK_R": (8, 16, 32, 64, 128), "BLOCK_I": (16, 32, 64, 128, 256),
          "num_warps": (1, 2, 4, 8)}
 DEFAULTS = {"BLOCK_R": 64, "BLOCK_I": 64, "num_warps": 4}
 _IDENTITY = {"sum": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
-_COMBINE = {"sum": "{a} + {v}", "max": "tl.maximum({a}, {v})", "min": "tl.minimum({a}, {v})"}
-_FINAL = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
 
 
 @dataclass
@@ -133,11 +131,11 @@ class ReduceDimTemplate:
         inner = ExprWriter(lines, "        ", load, self.sig.scalars, prefix="v")
         writer = [inner]  # the writer whose loop the loads go into
         v = inner.emit(self.red.args[0])
-        step = _COMBINE[self.kind].format(a="acc", v=f"tl.where(mask, {v}, {ident})")
+        step = COMBINE[self.kind].format(a="acc", v=f"tl.where(mask, {v}, {ident})")
         lines.append(f"        acc = {step}")
 
         after = ExprWriter(lines, "    ", epilogue, self.sig.scalars, prefix="e")
-        after.bind(self.red, after.tmp(f"{_FINAL[self.kind]}(acc, axis=0)"))
+        after.bind(self.red, after.tmp(reduce_call(self.kind, "acc", "0")))
         if not self.tensor_out:
             result = after.emit(self.lowered.output)
             lines.append("    tl.store(out_ptr + outer * n_inner + offs_i, "

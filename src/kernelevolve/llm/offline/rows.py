@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from kernelevolve.problem import Problem
 
-from .expr import ExprWriter
+from .expr import COMBINE, NAN, ExprWriter, reduce_call
 from .ir import Lowered, Node, Operand
 from .lower import reachable_ops
 from .operands import Signature, dtype_expr, signature
@@ -39,8 +39,6 @@ SPACE = {"BLOCK_M": (1, 2, 4, 8, 16), "BLOCK_N": (128, 256, 512, 1024, 2048, 409
 # Splits of one row at most: a program combining a row's partials loads them in one tile.
 MAX_SPLITS = 1024
 _IDENTITY = {"sum": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
-_COMBINE = {"sum": "{acc} + {v}", "max": "tl.maximum({acc}, {v})", "min": "tl.minimum({acc}, {v})"}
-_FINAL = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
 # Partial values per (pass, row, split) in the workspace: a moment pass keeps three.
 _WS_WIDTH = 3
 # The grid a split row aims at. Layer norm of 16 rows of 4M fp32 on the H200 (do_bench): 1024
@@ -219,9 +217,8 @@ class RowsTemplate:
                     raise AssertionError("a reduce is finalised outside the loop")
                 kind = n.attrs[0]
                 v = writer.names[id(n.args[0])]
-                fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
-                return writer.tmp(f"{fn}(tl.where(mask, {v}, {_IDENTITY[kind]}), axis=1, "
-                                  f"keep_dims=True)")
+                return writer.tmp(reduce_call(kind, f"tl.where(mask, {v}, {_IDENTITY[kind]})",
+                                              "1", keep_dims=True))
             return None
 
         return special
@@ -314,10 +311,10 @@ class RowsTemplate:
         self._loop(lines, ind, var, span)
         for r, acc in zip(nodes, accs, strict=True):
             v = loop.emit(r.args[0])
-            combined = _COMBINE[r.attrs[0]].format(
-                acc=acc, v=f"tl.where(mask, {v}, {_IDENTITY[r.attrs[0]]})")
+            combined = COMBINE[r.attrs[0]].format(
+                a=acc, v=f"tl.where(mask, {v}, {_IDENTITY[r.attrs[0]]})")
             lines.append(f"{inner}{acc} = {combined}")
-        return [row_writer.tmp(f"{_FINAL[r.attrs[0]]}({acc}, axis=1, keep_dims=True)")
+        return [row_writer.tmp(reduce_call(r.attrs[0], acc, "1", keep_dims=True))
                 for r, acc in zip(nodes, accs, strict=True)]
 
     @staticmethod
@@ -331,7 +328,7 @@ class RowsTemplate:
             row_writer.bind(total, row_writer.tmp(f"{m} * n_cols"))
             # S2 - S1^2 / n is the sum of squared deviations; rounding may leave it just below 0
             row_writer.bind(squares, row_writer.tmp(f"tl.maximum({s2} - {s1} * ({s1} / n_cols), "
-                                                    f"0.0)"))
+                                                    f"0.0{NAN})"))
             return
         for r, v in zip(nodes, values, strict=True):
             row_writer.bind(r, v)
@@ -401,8 +398,8 @@ class RowsTemplate:
                                    f"n_splits * {w} + 2, mask=row_mask[:, None], other=0.0)")
             return [row_writer.tmp(f"tl.sum({part(0, '0.0')}, axis=1, keep_dims=True)"),
                     row_writer.tmp(f"tl.sum({part(1, '0.0')}, axis=1, keep_dims=True)"), shift]
-        return [row_writer.tmp(f"{_FINAL[r.attrs[0]]}({part(k, _IDENTITY[r.attrs[0]])}, "
-                               f"axis=1, keep_dims=True)") for k, r in enumerate(nodes)]
+        return [row_writer.tmp(reduce_call(r.attrs[0], part(k, _IDENTITY[r.attrs[0]]), "1",
+                                           keep_dims=True)) for k, r in enumerate(nodes)]
 
     def _header(self, name: str, split: bool) -> list[str]:
         names = self.sig.operand_names

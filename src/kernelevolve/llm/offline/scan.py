@@ -52,21 +52,32 @@ def scan_kernel(
         else:
             pos = offs_l
         offs = base + pos.to(tl.int64)[:, None] * inner + offs_i[None, :]
-        if IS_PROD:
-            v = tl.load(x_ptr + offs, mask=mask, other=1.0).to(tl.float32)
+        if EXCLUSIVE:
+            # Each position scans the value before it (in scan order; none before the first),
+            # so the last value is never read, as the reference leaves it out (not inclusive
+            # minus the value: inf - inf is NaN)
+            if REVERSE:
+                src = pos + 1
+            else:
+                src = pos - 1
+            ok = mask & (offs_l >= 1)[:, None]
+            src_offs = base + src.to(tl.int64)[:, None] * inner + offs_i[None, :]
         else:
-            v = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+            ok = mask
+            src_offs = offs
+        if IS_PROD:
+            v = tl.load(x_ptr + src_offs, mask=ok, other=1.0).to(tl.float32)
+        else:
+            v = tl.load(x_ptr + src_offs, mask=ok, other=0.0).to(tl.float32)
         if HAS_MASK:
             keep = tl.load(m_ptr + offs, mask=mask, other=0)
-            v = tl.where(keep != 0, v, 0.0)
+            v = v * (keep != 0).to(tl.float32)  # x * mask: a NaN stays NaN where masked out
         if IS_PROD:
             s = tl.cumprod(v, axis=0) * carry[None, :]
         else:
             s = tl.cumsum(v, axis=0) + carry[None, :]
         # The tile's last row (masked rows hold the identity) is the next tile's carry.
         carry = tl.sum(tl.where((tl.arange(0, BLOCK_L) == BLOCK_L - 1)[:, None], s, 0.0), axis=0)
-        if EXCLUSIVE:
-            s = s - v
         tl.store(out_ptr + offs, s.to(out_ptr.dtype.element_ty), mask=mask)'''
 
 LAUNCHER = '''def scan_dim(x, dim, is_prod=False, reverse=False, exclusive=False, mask=None):

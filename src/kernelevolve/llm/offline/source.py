@@ -12,6 +12,7 @@ from kernelevolve.problem import Problem
 from kernelevolve.pyparse import parse
 from kernelevolve.tools.harness.static import ALLOWED_MODULES
 
+from .expr import nan_helpers
 from .plan import Unsupported
 
 _BASE_IMPORTS = ["import torch", "import torch.nn as nn", "import triton",
@@ -119,6 +120,7 @@ def module_source(problem: Problem, doc: str, constants: Mapping[str, int], kern
     parts.append("# Launch parameters (tuned by the search)\n" + "\n".join(
         f"{k} = {v}" for k, v in constants.items()))
     parts.extend(defs)
+    parts.extend(nan_helpers("\n".join(kernels)))
     parts.extend(kernels)
     parts.extend(launchers)
     cls = ["class ModelNew(nn.Module):", f'    """{doc}"""', ""]

@@ -331,6 +331,29 @@ def output_scale(flat: torch.Tensor) -> float:
     return float(total.item()) / n if n else 0.0
 
 
+NONFINITE_COPIES = 2  # how many times each non-finite value is placed in a floating input
+NAN_VALUES = (float("nan"),)
+INF_VALUES = (float("inf"), float("-inf"))
+
+
+def with_nonfinite(t: torch.Tensor, gen: torch.Generator, values: tuple[float, ...]
+                   ) -> torch.Tensor:
+    """A contiguous copy of ``t`` with NONFINITE_COPIES elements set to each of ``values``
+    (NAN_VALUES, INF_VALUES), at places drawn from ``gen`` (a CPU generator: the places do not
+    depend on the device). In a large input each lands in its own row, so a reduction sees one
+    value alone."""
+    out = t.detach().clone(memory_format=torch.contiguous_format)
+    k = NONFINITE_COPIES
+    where = torch.randint(out.numel(), (k * len(values),), generator=gen).to(out.device)
+    fill = torch.tensor([v for v in values for _ in range(k)], dtype=out.dtype)
+    out.view(-1)[where] = fill.to(out.device)
+    return out
+
+
+def has_nonfinite(t: torch.Tensor) -> bool:
+    return bool(t.dtype.is_floating_point and not torch.isfinite(t).all())
+
+
 def tensors_of(value: Any) -> list[torch.Tensor]:
     """The tensors among a forward's result's leaves."""
     return [t for t in as_list(value) if isinstance(t, torch.Tensor)] if value is not None else []

@@ -640,6 +640,58 @@ class Evaluation:
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
 
+    def run_nonfinite(self, problem: Problem, sizes: dict[str, int]) -> None:
+        """Inputs with a few NaN values, then with a few +inf and -inf (``eval.nonfinite``):
+        the output must hold the reference's NaN and infinities at the same places and its
+        finite values within tolerance. A max that drops NaN (Triton's ``tl.maximum`` by
+        default), a ReLU written as ``where(x > 0, x, 0)``, a tanh written as a ratio of
+        exponentials (inf / inf), a 3xTF32 split of an infinity (inf - inf in its low part)
+        differ from torch only here. Under 'require' a difference refuses the kernel; under
+        'report' it is a failed check and a flag on a verdict that stands. (Where torch itself
+        makes an infinity into NaN, as its softsign does, the kernel must too: the reference is
+        the specification.)"""
+        mode = self.cfg.get("nonfinite", "report")
+        if mode == "off":
+            return
+        module, ref, key = self.build(problem, sizes)
+        for seed, what, values in ((self.seed + 2600, "NaN", compare.NAN_VALUES),
+                                   (self.seed + 2700, "infinities", compare.INF_VALUES)):
+            name = f"{what} as the reference"
+            base = self.inputs(module, problem, seed)
+            gen = torch.Generator().manual_seed(seed)
+            inputs = [compare.with_nonfinite(t, gen, values) if isinstance(t, torch.Tensor)
+                      and t.dtype.is_floating_point and t.numel() else t for t in base]
+            del base
+            if not any(compare.has_nonfinite(t) for t in inputs if isinstance(t, torch.Tensor)):
+                self.check("NaN and infinities as the reference", True,
+                           "skipped: no floating inputs", skipped=True)
+                return
+            try:
+                expected = self.reference(ref, inputs)
+            except ProblemError as exc:
+                self.check(name, True, f"skipped: the reference refuses them: {str(exc)[:160]}",
+                           skipped=True)
+                continue
+            out = self.run_candidate(key, inputs, f"{what} in the inputs")
+            errors = dict(self.errors)  # the reported errors stay those of finite inputs
+            try:
+                self.compare(expected, out, f"inputs with {what} at {sizes}",
+                             truth=functools.partial(self.reference64, ref, inputs),
+                             nudged=functools.partial(self.reference_nudged, ref, inputs))
+            except Verdict as exc:
+                if mode == "require":
+                    raise
+                self.check(name, False, exc.message)
+                self.flags.append(f"differs from the reference where inputs hold {what} "
+                                  f"(eval.nonfinite 'require' would refuse it): {exc.message}")
+            else:
+                places = compare.NONFINITE_COPIES * len(values)
+                self.check(name, True, f"{places} {what} in every floating input at {sizes}")
+            finally:
+                self.errors = errors
+                self.release(inputs)
+                del inputs, expected, out
+
     def compiled_reference(self, problem: Problem, ref: torch.nn.Module, sizes: dict[str, int]):
         key = (problem.digest, json.dumps(sizes, sort_keys=True))
         if key not in self.state.compiled:
@@ -975,6 +1027,7 @@ class Evaluation:
                         self.flags.append(f"checked at one shape only: the problem refused "
                                           f"{plan.sizes}: {exc}")
                 self.run_variants(problem, first.sizes)
+                self.run_nonfinite(problem, first.sizes)
         self.check("ran custom kernels only", True,
                    f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
         timing: dict[str, Any] | None = None
