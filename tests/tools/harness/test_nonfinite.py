@@ -146,6 +146,24 @@ def test_a_split_that_makes_inf_into_nan_fails_the_infinity_check_only(tmp_path)
     assert _check(good, "infinities").passed
 
 
+# A library's fp32 algorithm that spreads a NaN or infinity over its tile (cuDNN's FFT
+# convolutions do, over whole transform tiles), modelled by a row: in float64 the reference
+# computes directly, as the arithmetic says
+SPREADING = """(x + 0.0 * x.sum(-1, keepdim=True)) * 2.0 if x.dtype == torch.float32 else x * 2.0"""
+
+
+def test_where_the_fp32_reference_spreads_nan_the_float64_reference_decides(tmp_path):
+    exact = _evaluate(tmp_path, SPREADING, "x * 2.0", "require")
+    assert exact.status == "ok", exact.message
+    for what in ("NaN", "infinities"):
+        check = _check(exact, what)
+        assert check.passed and "float64" in check.detail, check
+    # matching neither reference (a NaN spread further, over its whole block) is still refused
+    spread = "x * 2.0 + 0.0 * tl.sum(x, axis=0)"
+    wrong = _evaluate(tmp_path, SPREADING, spread, "require")
+    assert wrong.status == "mismatch" and "NaN" in wrong.message, wrong.message
+
+
 def test_with_nonfinite_places_each_value_and_leaves_the_input():
     import torch
 

@@ -56,7 +56,8 @@ def argreduce_kernel(
             v = tl.load(x_ptr + offs, mask=mask, other=float("inf")).to(tl.float32)
             m = tl.reduce(v, 0, min_nan)
             better = (m < best) | ((m != m) & (best == best))
-        hit = ((v == m[None, :]) | ((v != v) & (m != m)[None, :])) & mask
+        # (v != v holds only where the column's m is NaN too)
+        hit = ((v == m[None, :]) | (v != v)) & mask
         idx = tl.min(tl.where(hit, offs_l[:, None], L), axis=0).to(tl.int64)
         # Strictly better only: the earlier tile keeps ties (and an all -inf column keeps 0).
         best_idx = tl.where(better, idx, best_idx)
