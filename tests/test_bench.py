@@ -54,8 +54,13 @@ def test_bench_on_cpu_reports_correctness_and_says_not_timed(tmp_path: Path) -> 
     assert bad["problem"] == "14_feature_hashing" and not bad["correct"]
     assert bad["reason"].startswith("SynthesisError: the offline synthesizer cannot write")
     assert bad["run_id"] is None
+    # the verdict's NaN and infinity checks reach the report (leaky relu + clamp keep them)
+    assert good["nonfinite"] == "kept" and bad["nonfinite"] is None
+    assert (report["n_nonfinite_checked"], report["n_nonfinite_kept"]) == (1, 1)
 
     md = (out / "bench.md").read_text()
+    assert "- NaN and infinities as the reference: 1 of 1 verified kernels checked" in md
+    assert "| 03_leaky_relu_scale_clamp | yes | not timed | not timed | - | kept |" in md
     assert "- correctness: 1/2 = 0.50" in md
     assert "- fast_1.0: not timed, fast_1.5: not timed" in md
     assert "| 14_feature_hashing | no | not timed | not timed |" in md
@@ -170,3 +175,29 @@ def test_a_kernel_slower_than_a_reference_comes_with_the_advice_to_keep_it() -> 
                        synthesizer="offline", rounds=2)
     assert "| keep eager: it runs 2.38x faster than the best kernel (n0001, 0.42x of it); " \
            "budget spent: 2 rounds |" in markdown(report)
+
+
+def test_the_nan_and_infinity_checks_read_from_the_verdict() -> None:
+    from kernelevolve.bench import nonfinite_outcome
+    from kernelevolve.tools.harness.result import Check
+
+    def checks(nan: bool, inf: bool, skipped: bool = False) -> list[Check]:
+        return [Check(name="correct on input sets", passed=True),
+                Check(name="NaN as the reference", passed=nan, skipped=skipped),
+                Check(name="infinities as the reference", passed=inf, skipped=skipped)]
+
+    assert nonfinite_outcome(checks(True, True)) == "kept"
+    assert nonfinite_outcome(checks(False, True)) == "NaN differ"
+    assert nonfinite_outcome(checks(False, False)) == "NaN and infinities differ"
+    assert nonfinite_outcome(checks(True, True, skipped=True)) is None  # no floating inputs
+    assert nonfinite_outcome([Check(name="correct on input sets", passed=True)]) is None  # off
+
+    outcomes = [ProblemOutcome(problem=f"p{i}", path=f"p{i}.py", correct=ok, nonfinite=nf)
+                for i, (ok, nf) in enumerate([(True, "kept"), (True, "NaN differ"), (True, None),
+                                              (False, None)])]
+    report = summarize(outcomes, problems_dir="d", target="cpu", timed=False, simulated=False,
+                       synthesizer="offline", rounds=1)
+    assert (report.n_nonfinite_checked, report.n_nonfinite_kept) == (2, 1)
+    md = markdown(report)
+    assert "- NaN and infinities as the reference: 1 of 2 verified kernels checked" in md
+    assert "| NaN differ |" in md

@@ -27,7 +27,7 @@ from kernelevolve.config import Settings, load_settings
 from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
 from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
-from kernelevolve.tools.harness.result import reference_advice
+from kernelevolve.tools.harness.result import Check, reference_advice
 
 FAST_P = (1.0, 1.5)
 log = logging.getLogger(__name__)
@@ -60,6 +60,10 @@ class ProblemOutcome(BaseModel):
                                                  "kernel loses to it by more than 5%")
     wall_s: float = 0.0
     synthesizer: str | None = Field(None, description="what wrote the candidates")
+    nonfinite: str | None = Field(
+        None, description="the best kernel on inputs with NaN and infinities (eval.nonfinite): "
+                          "'kept' where its outputs hold the reference's, else what differs "
+                          "('NaN', 'infinities'); None where not checked")
 
 
 class BenchReport(BaseModel):
@@ -84,6 +88,9 @@ class BenchReport(BaseModel):
     geomean_speedup_vs_compiled: float | None = Field(
         None, description="over the problems whose torch.compile reference was timed")
     n_speedup_vs_compiled: int = 0
+    n_nonfinite_checked: int = Field(0, description="verified kernels checked on NaN and "
+                                                    "infinities (eval.nonfinite)")
+    n_nonfinite_kept: int = Field(0, description="... of which keep the reference's")
     wall_s: float = 0.0
     problems: list[ProblemOutcome]
 
@@ -127,7 +134,10 @@ def summarize(outcomes: list[ProblemOutcome], *, problems_dir: str, target: str,
         fast_p=fast, geomean_speedup_vs_eager=_geomean(eager) if timed else None,
         n_speedup_vs_eager=len(eager) if timed else 0,
         geomean_speedup_vs_compiled=_geomean(compiled) if timed else None,
-        n_speedup_vs_compiled=len(compiled) if timed else 0, wall_s=wall_s, problems=outcomes)
+        n_speedup_vs_compiled=len(compiled) if timed else 0,
+        n_nonfinite_checked=sum(1 for o in correct if o.nonfinite),
+        n_nonfinite_kept=sum(1 for o in correct if o.nonfinite == "kept"),
+        wall_s=wall_s, problems=outcomes)
 
 
 def synthesizers(outcomes: list[ProblemOutcome]) -> str:
@@ -149,6 +159,16 @@ def _first_failure(run_dir: Path) -> str:
         if ev.get("kind") == "evaluate" and not re.match(r"\S+: ok\b", text):
             return f"; first failure: {text[:400]}"
     return ""
+
+
+def nonfinite_outcome(checks: list[Check]) -> str | None:
+    """'kept', or what differs ('NaN', 'infinities', both), from a verdict's checks on inputs
+    with NaN and infinities; None where they did not run."""
+    ran = [c for c in checks if c.name.endswith(" as the reference") and not c.skipped]
+    if not ran:
+        return None
+    differ = [c.name.removesuffix(" as the reference") for c in ran if not c.passed]
+    return "kept" if not differ else " and ".join(differ) + " differ"
 
 
 def bench_one(path: Path, *, target: str, settings: Settings,
@@ -185,7 +205,8 @@ def bench_one(path: Path, *, target: str, settings: Settings,
         roofline_beyond_l2=bool(timing and timing.roofline_beyond_l2),
         latency_ms=result.best_latency_ms, rounds=result.rounds, candidates=result.candidates,
         verified=result.verified, stop_reason=result.stop_reason, advice=result.advice,
-        wall_s=time.monotonic() - start, synthesizer=result.synthesizer)
+        wall_s=time.monotonic() - start, synthesizer=result.synthesizer,
+        nonfinite=nonfinite_outcome(result.best_result.checks) if result.best_result else None)
 
 
 def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: int | None = None,
@@ -263,13 +284,18 @@ def markdown(report: BenchReport) -> str:
         + (f" (over {report.n_speedup_vs_eager})" if report.timed else ""),
         f"- geometric-mean speedup vs torch.compile: {compiled}"
         + (f" (over {report.n_speedup_vs_compiled})" if report.n_speedup_vs_compiled else ""),
+    ]
+    if report.n_nonfinite_checked:
+        lines.append(f"- NaN and infinities as the reference: {report.n_nonfinite_kept} of "
+                     f"{report.n_nonfinite_checked} verified kernels checked (eval.nonfinite)")
+    lines += [
         "", "Roofline: the fraction of the memory roofline (every input read once and every "
         "output written once at the device's measured copy bandwidth) that eager and the kernel "
         "reach; `~` marks traffic within 4x the L2 cache, where it is no real floor; "
         "compute-bound operators sit far below 1 by nature.", "",
-        "| problem | correct | vs eager | vs torch.compile | roofline eager / kernel | rounds "
-        "| candidates | run | why |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| problem | correct | vs eager | vs torch.compile | roofline eager / kernel | NaN / inf "
+        "| rounds | candidates | run | why |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in report.problems:
         eager = _x(o.speedup_vs_eager, untimed if not report.timed else "-")
@@ -279,7 +305,8 @@ def markdown(report: BenchReport) -> str:
         why = o.reason or "; ".join(w for w in (advice, o.stop_reason) if w)
         why = why.replace("|", "/").replace("\n", " ")
         lines.append(f"| {o.problem} | {'yes' if o.correct else 'no'} | {eager} | {comp} | "
-                     f"{roofline_cell(o)} | {o.rounds} | {o.candidates} | {o.run_id or '-'} "
+                     f"{roofline_cell(o)} | {o.nonfinite or '-'} | {o.rounds} | {o.candidates} "
+                     f"| {o.run_id or '-'} "
                      f"| {why} |")
     return "\n".join(lines) + "\n"
 
@@ -314,6 +341,9 @@ def render_report(report: BenchReport, console: Console) -> None:
                      for p, v in report.fast_p.items())
     console.print(f"correctness {report.n_correct}/{report.n_problems} = "
                   f"{report.correctness:.2f}  {fast}", highlight=False)
+    if report.n_nonfinite_checked:
+        console.print(f"NaN and infinities as the reference: {report.n_nonfinite_kept} of "
+                      f"{report.n_nonfinite_checked} verified kernels", highlight=False)
     if report.timed:
         compiled = _x(report.geomean_speedup_vs_compiled, "no torch.compile reference")
         console.print(f"geomean speedup vs eager "
