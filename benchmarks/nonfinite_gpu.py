@@ -71,13 +71,16 @@ def one(path: Path, seed: int) -> dict[str, Any]:
                 out = cand(*values)
                 torch.cuda.synchronize()
                 _, why = compare_outputs(expected, out)
-                if why and "NaN/Inf" in why:  # as the judge: float64's where fp32's spread them
+                if why and ("NaN/Inf" in why or "scaled to the output" in why):
+                    # as the judge: the float64 reference's error allows for the fp32
+                    # reference's own (a cancellation), and its NaN and infinities decide where
+                    # the fp32 reference's algorithm spread them
                     exact = model.double()(*_to(values, torch.float64))
                     model.float()
                     merged, spread = nonfinite_from_truth(expected, exact)
                     if spread:
                         row[f"{label}_spread"] = spread
-                        _, why = compare_outputs(merged, out, truth=exact)
+                    _, why = compare_outputs(merged, out, truth=exact)
                     del exact, merged
             except Exception as exc:
                 why = f"{type(exc).__name__}: {exc}"[:300]
