@@ -357,6 +357,8 @@ class CandidateSide:
 
     def do_drop(self, buf: int) -> dict[str, Any]:
         self.buffers.pop(buf, None)
+        if torch.cuda.is_initialized():  # this set's outputs, cached: free for other workers
+            torch.cuda.empty_cache()
         return {}
 
     def do_load_inputs(self, buf: int, inputs: list[Any]) -> dict[str, Any]:
