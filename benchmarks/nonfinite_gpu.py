@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from offline_variants_gpu import _import, _to, run_meta  # noqa: E402
+from offline_variants_gpu import _import, _to, run_meta, select_files  # noqa: E402
 
 
 def one(path: Path, seed: int) -> dict[str, Any]:
@@ -129,9 +129,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    files = sorted(p for p in args.problems.glob("*.py") if not p.name.startswith("_"))
-    if args.only:
-        files = [p for p in files if any(p.name.startswith(o) for o in args.only)]
+    files = select_files(args.problems, args.only)
     i, n = (int(x) for x in args.shard.split("/"))
     files = files[i::n]
     torch.backends.cuda.matmul.allow_tf32 = False

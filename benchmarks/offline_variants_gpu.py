@@ -76,6 +76,15 @@ def run_meta(script: str) -> dict[str, str]:
             "command": f"python benchmarks/{script} " + " ".join(sys.argv[1:])}
 
 
+def select_files(problems: Path, only: list[str] | None) -> list[Path]:
+    """The problem files of ``problems`` (as ``kernelevolve bench`` takes them), those whose
+    names start with one of ``only`` where given."""
+    from kernelevolve.bench import problem_files
+
+    files = problem_files(problems)
+    return [p for p in files if any(p.name.startswith(o) for o in only)] if only else files
+
+
 def _import(source: str, tag: str) -> Any:
     path = Path(tempfile.mkdtemp(prefix="kev_variant_")) / f"{tag}.py"
     path.write_text(source)
@@ -294,9 +303,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    files = sorted(p for p in args.problems.glob("*.py") if not p.name.startswith("_"))
-    if args.only:
-        files = [p for p in files if any(p.name.startswith(o) for o in args.only)]
+    files = select_files(args.problems, args.only)
     rng = random.Random(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

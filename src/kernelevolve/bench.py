@@ -164,10 +164,12 @@ def _first_failure(run_dir: Path) -> str:
 def nonfinite_outcome(checks: list[Check]) -> str | None:
     """'kept', or what differs ('NaN', 'infinities', both), from a verdict's checks on inputs
     with NaN and infinities; None where they did not run."""
-    ran = [c for c in checks if c.name.endswith(" as the reference") and not c.skipped]
+    from kernelevolve.tools.harness.compare import NONFINITE_CHECK
+
+    ran = [c for c in checks if c.name.endswith(NONFINITE_CHECK) and not c.skipped]
     if not ran:
         return None
-    differ = [c.name.removesuffix(" as the reference") for c in ran if not c.passed]
+    differ = [c.name.removesuffix(NONFINITE_CHECK) for c in ran if not c.passed]
     return "kept" if not differ else " and ".join(differ) + " differ"
 
 

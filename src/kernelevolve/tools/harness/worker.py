@@ -195,10 +195,6 @@ def names_read(cls: type) -> set[str]:
     return names
 
 
-def _identity(value: Any) -> Any:
-    return value
-
-
 def release_cached_memory() -> None:
     """Hand the CUDA caching allocator's free blocks back to the driver: an input set at
     KernelBench's sizes is gigabytes, and blocks this process keeps cached after freeing it are
@@ -662,15 +658,16 @@ class Evaluation:
         exponentials (inf / inf), a 3xTF32 split of an infinity (inf - inf in its low part)
         differ from torch only here. Under 'require' a difference refuses the kernel; under
         'report' it is a failed check and a flag on a verdict that stands. (Where torch itself
-        makes an infinity into NaN, as its softsign does, the kernel must too: the reference is
-        the specification.)"""
+        makes an infinity into NaN, as its softsign does, the kernel must too; only where the
+        fp32 reference's NaN and infinities differ from its own float64 run's do float64's
+        decide: ``compare_nonfinite``.)"""
         mode = self.cfg.get("nonfinite", "report")
         if mode == "off":
             return
         module, ref, key = self.build(problem, sizes)
         for seed, what, values in ((self.seed + 2600, "NaN", compare.NAN_VALUES),
                                    (self.seed + 2700, "infinities", compare.INF_VALUES)):
-            name = f"{what} as the reference"
+            name = what + compare.NONFINITE_CHECK
             base = self.inputs(module, problem, seed)
             gen = torch.Generator().manual_seed(seed)
             try:
@@ -683,7 +680,7 @@ class Evaluation:
             finally:
                 del base
             if not any(compare.has_nonfinite(t) for t in inputs if isinstance(t, torch.Tensor)):
-                self.check("NaN and infinities as the reference", True,
+                self.check("NaN and infinities" + compare.NONFINITE_CHECK, True,
                            "skipped: no floating inputs", skipped=True)
                 return
             try:
@@ -694,24 +691,9 @@ class Evaluation:
                 continue
             out = self.run_candidate(key, inputs, f"{what} in the inputs")
             errors = dict(self.errors)  # the reported errors stay those of finite inputs
-            label, spread, exact, merged = f"inputs with {what} at {sizes}", 0, None, None
             try:
-                try:
-                    self.compare(expected, out, label,
-                                 truth=functools.partial(self.reference64, ref, inputs),
-                                 nudged=functools.partial(self.reference_nudged, ref, inputs))
-                except Verdict as first:
-                    # where the fp32 reference's algorithm spread a NaN or infinity (cuDNN's
-                    # FFT convolutions), the float64 reference's say where they belong
-                    exact = self.reference64(ref, inputs) if "NaN/Inf" in first.message else None
-                    merged, spread = (compare.nonfinite_from_truth(expected, exact)
-                                      if exact is not None else (None, 0))
-                    if not spread:
-                        raise
-                    self.compare(merged, out, f"{label} (the fp32 reference's NaN and "
-                                 f"infinities where float64's agree)",
-                                 truth=functools.partial(_identity, exact),
-                                 nudged=functools.partial(self.reference_nudged, ref, inputs))
+                spread = self.compare_nonfinite(ref, inputs, expected, out,
+                                                f"inputs with {what} at {sizes}")
             except Verdict as exc:
                 if mode == "require":
                     raise
@@ -727,7 +709,30 @@ class Evaluation:
             finally:
                 self.errors = errors
                 self.release(inputs)
-                del inputs, expected, out, exact, merged
+                del inputs, expected, out
+
+    def compare_nonfinite(self, ref: torch.nn.Module, inputs: list[Any], expected: Any,
+                          out: Any, label: str) -> int:
+        """``compare`` on inputs holding NaN or infinities; where only the non-finite values
+        differ, again against the fp32 reference with float64's values at the elements where
+        the two references disagree on NaN and infinities (cuDNN's FFT convolutions spread one
+        NaN over a whole tile; ``compare.nonfinite_from_truth``). Returns how many elements
+        float64 decided (0: the fp32 reference sufficed); raises Verdict as ``compare``."""
+        nudged = functools.partial(self.reference_nudged, ref, inputs)
+        try:
+            self.compare(expected, out, label,
+                         truth=functools.partial(self.reference64, ref, inputs), nudged=nudged)
+            return 0
+        except Verdict as first:
+            exact = self.reference64(ref, inputs) if "NaN/Inf" in first.message else None
+            if exact is None:
+                raise
+            merged, spread = compare.nonfinite_from_truth(expected, exact)
+            if not spread:
+                raise
+        self.compare(merged, out, f"{label} (the fp32 reference's NaN and infinities where "
+                     f"float64's agree)", truth=lambda: exact, nudged=nudged)
+        return spread
 
     def compiled_reference(self, problem: Problem, ref: torch.nn.Module, sizes: dict[str, int]):
         key = (problem.digest, json.dumps(sizes, sort_keys=True))
