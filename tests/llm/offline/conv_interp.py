@@ -17,7 +17,8 @@ _HEADER = textwrap.dedent('''
     from kernelevolve.llm.offline.conv_source import KERNELS, LAUNCHER
 
     ns = {"torch": torch, "triton": triton, "tl": tl, **DEFAULTS, "BLOCK_M": 32,
-          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64}
+          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64,
+          "SUB_M": 0, "MAXNREG": 0, "W_BCAST": 0}
     exec(compile(KERNELS + "\\n\\n" + LAUNCHER, "<conv>", "exec"), ns)
     conv_nd, F = ns["conv_nd"], torch.nn.functional
     launched = []

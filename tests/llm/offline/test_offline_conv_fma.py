@@ -54,6 +54,24 @@ _CHECK = conv_script((
         res[name] = {"err": float((got - want).abs().max()), "shape": got.shape == want.shape,
                      "fma": "conv_fma_kernel" in launched,
                      "gemm": any(k.startswith("conv_gemm") for k in launched)}
+    # the register tiles (SUB_M threads over positions x the rest over channels): 4 positions
+    # x 1 channel a thread, and 1 x 4; a tile SUB_M does not fit falls back to a position a
+    # thread (fma_threads). W_BCAST: the weights copied channels-innermost, padded to whole
+    # tiles (5 and 3 channels in tiles of 16), loaded unmasked as the tile's broadcast; a
+    # transposed convolution reads them in place. MAXNREG: a launch option the interpreter
+    # ignores.
+    tiled = {}
+    for sub_m, maxnreg, w_bcast in ((8, 0, 0), (32, 128, 0), (0, 0, 1)):
+        ns.update(SUB_M=sub_m, MAXNREG=maxnreg, W_BCAST=w_bcast)
+        for name, (run, want) in cases.items():
+            launched.clear()
+            got = run(fma=True)
+            tiled[f"{name}-{sub_m}-{w_bcast}"] = {"err": float((got - want).abs().max()),
+                                                  "shape": got.shape == want.shape,
+                                                  "fma": "conv_fma_kernel" in launched}
+    ns.update(SUB_M=0, MAXNREG=0, W_BCAST=0)
+    threads = [ns["fma_threads"](*a) for a in ((8, 32, 16, 4), (32, 32, 16, 4), (64, 32, 16, 4),
+                                                (16, 64, 2, 2), (0, 64, 64, 2), (16, 64, 64, 2))]
     # fp16: fp32 accumulation, rounded once
     launched.clear()
     got = conv_nd(x.half(), w.half(), None, 1, 1, 1, 1, False, 0, fma=True)
@@ -88,7 +106,7 @@ _CHECK = conv_script((
     want = F.conv_transpose3d(x5, w5, None, (2, 2, 3), 1, (1, 0, 2))
     major["3d"] = {"err": float((got - want).abs().max()), "shape": got.shape == want.shape,
                    "contiguous": True, "interleaved": True, "fma_launches": 0}
-    print(json.dumps({"res": res, "major": major}))
+    print(json.dumps({"res": res, "major": major, "tiled": tiled, "threads": threads}))
 ''')
 
 
@@ -97,13 +115,19 @@ def test_fma_and_phase_major_convolutions_match_torch_in_the_interpreter():
                           timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    res, major = out["res"], out["major"]
+    res, major, tiled = out["res"], out["major"], out["tiled"]
     for name in ("2d", "dilated", "3d", "groups", "1d", "unpadded", "unpadded_3d", "transposed",
                  "transposed_groups"):
         case = res[name]
         assert case["shape"] and case["err"] < 1e-4, (name, case)
         # the FMA kernel did the work, no GEMM beside it
         assert case["fma"] and not case["gemm"], (name, case)
+    assert len(tiled) == 27
+    for name, case in tiled.items():
+        assert case["shape"] and case["fma"] and case["err"] < 1e-4, (name, case)
+    # (sub_m, block_m, block_n, warps): 128 threads as 8 x 16 and 32 x 4; 64 positions over a
+    # 32-position tile, 16 x 4 threads over a 2-channel tile and 0 fall back
+    assert out["threads"] == [[8, 16], [32, 4], [0, 1], [0, 1], [0, 1], [16, 4]]
     assert res["fp16"]["fma"] and res["fp16"]["dtype"] == "torch.float16"
     assert res["fp16"]["err"] < 2e-2  # one fp16 rounding of values about 10
     assert res["long"]["max_k"] < 64 * 9 and not res["long"]["fma"]
@@ -157,6 +181,13 @@ def test_the_fma_kernel_is_the_default_for_narrow_short_reductions(tmp_path, c, 
                             _conv(c, dtype, transposed, stride, kernel)))
     assert plan.default_params().get("FMA") == fma
     assert ("FMA" in plan.space) == (fma is not None)
+    if fma == 1:
+        # a standard convolution's weights broadcast (W_BCAST); a transposed one with 8 or more
+        # channels the 8 x 8 register tile, unless it runs in output order
+        d = plan.default_params()
+        assert d["W_BCAST"] == (0 if transposed else 1)
+        tiled = transposed and c >= 8 and d.get("OUT_ROWS") != 1
+        assert (d["SUB_M"], d["BLOCK_M"]) == ((8, 128) if tiled else (0, d["BLOCK_M"]))
     # phase-major output is a choice of transposed convolutions striding along w, off by default
     assert plan.default_params().get("PHASE_MAJOR") == (0 if transposed and stride > 1 else None)
 
@@ -174,6 +205,23 @@ def test_fma_and_phase_major_candidates_are_verified(tmp_path, small_pool, point
     result = small_pool.evaluate(problem, plan.render(params))
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
     assert any(c.name == "correct on other shapes" for c in result.checks)
+
+
+@pytest.mark.slow
+def test_broadcast_weights_are_verified(tmp_path, small_pool):
+    """The default of a padded, strided 3-channel convolution (W_BCAST: the weights copied
+    channels-innermost into whole channel tiles, loaded unmasked) through the judge: correct
+    at the traced sizes, on the other shapes (other channel counts) and with NaN."""
+    problem = _problem(tmp_path, "bcast3", _conv(3, "float32", False, 2, 3, padding=1))
+    plan = analyze(problem)
+    params = {**plan.default_params(), "BLOCK_M": 32, "BLOCK_N": 16}
+    assert params["W_BCAST"] == 1 and params["FMA"] == 1
+    source = plan.render(params)
+    assert "W_BCAST = 1" in source
+    result = small_pool.evaluate(problem, source)
+    assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
+    names = {c.name for c in result.checks if c.passed}
+    assert "correct on other shapes" in names and "NaN as the reference" in names, names
 
 
 def test_bounds_left_out_with_padding_are_refused(tmp_path, small_pool):
@@ -244,7 +292,8 @@ _SWEEP = textwrap.dedent('''
     from kernelevolve.llm.offline.conv_source import KERNELS, LAUNCHER
 
     ns = {"torch": torch, "triton": triton, "tl": tl, **DEFAULTS, "BLOCK_M": 32,
-          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64}
+          "BLOCK_N": 16, "BLOCK_K": 16, "NUM_WARPS": 4, "BLOCK_H": 1, "BLOCK_W": 64,
+          "SUB_M": 0, "MAXNREG": 0, "W_BCAST": 0}
     exec(compile(KERNELS + "\\n\\n" + LAUNCHER, "<conv>", "exec"), ns)
     launched = []
     kernel = ns["conv_fma_kernel"]

@@ -45,6 +45,22 @@ the positions the stride skips.
 - The FMA kernel leaves out its per-tap bounds (``IN_BOUNDS``, set by the launcher) where the
   convolution is standard and unpadded, so every tap of a valid position lies inside x: on an
   H200 54 2.09 -> 2.01 ms, 59 2.62 -> 2.60 (``conv_fma_in_bounds.md``).
+- The FMA kernel's weights for a standard convolution (``W_BCAST``, the default there): the
+  launcher copies them output-channels-innermost, padded to whole channel tiles, and the
+  kernel loads each tap's as the tile's [BLOCK_M, BLOCK_N] broadcast, unmasked. The compiler
+  then gives a thread 16 positions x 4 channels, the 4 weights one vector load, where reading
+  them in place gave a thread one position x 64 channels, each weight broadcast from shared
+  memory (L1-bound: 78% on 54). On an H200 through the judge 54 0.92x -> 1.05x of cuDNN, 59
+  1.04x -> 1.08x, 60 and 66 (which it takes from the im2col GEMM) 1.98x -> 2.17x and 2.21x;
+  level 2's own-convolution chains 1.49-2.35x -> 1.56-2.47x, 7 0.92x -> 1.11x
+  (``conv_fma_w_bcast*.md``).
+- The FMA kernel's register tile (``SUB_M``; a transposed convolution's, where the weights are
+  read in place): 0, a thread one position x the tile's channels; else SUB_M threads over
+  positions x the rest over channels, a thread the outer product of its positions' inputs and
+  its channels' weights per tap. On by default (128 x 64, SUB_M=8) where some convolution is
+  transposed and every one has at least 8 input channels per group: 72 1.93x -> 2.02x of
+  eager (``conv_fma_sub_m*.md``). ``MAXNREG`` caps its registers a thread (tuned, off by
+  default: ``conv_fma_maxnreg.md``).
 - Output rows (``OUT_ROWS``; a transposed convolution whose whole window's reduction is at most
   MAX_FMA_K): on the FMA units in output order. A program owns 16 groups of (the stride along
   w, to a power of two) neighbouring columns of one output row x a tile of output channels,
@@ -60,7 +76,7 @@ the positions the stride skips.
   products. Its loads are dense tiles the compiler pipelines, where the implicit GEMM's gather
   and the FMA kernel's per-tap loads bound them; the price is writing and reading the matrix.
   By default with at most FMA_MAX_C input channels and a reduction of at least IM2COL_MIN_K =
-  256: on an H200 through the judge (``kernelbench_l1_h200``) 50 (3 x 11 x 11) 0.94x -> 1.50x
+  320 (256 before the FMA kernel's W_BCAST, which now takes 60 and 66): on an H200 through the judge (``kernelbench_l1_h200``) 50 (3 x 11 x 11) 0.94x -> 1.50x
   of eager, 60 and 66 (3 x 3 x 5 x 7) 1.46x -> 1.98x and 1.58x -> 1.98x; with 81 taps (54,
   59) the FMA kernel stays faster (``conv_im2col.md``). A matrix past IM2COL_MAX_BYTES (or a
   quarter of the device's free memory) takes the other kernels.
@@ -206,6 +222,25 @@ TABLE_MAX_C = 8
 # The implicit GEMMs whose reduction (input channels per group x window taps) is at most
 # MAX_FMA_K may run on the FMA units instead, a window row's taps unrolled (conv_fma_kernel)
 FMA_SPACE = {"FMA": (0, 1)}
+# ... its register tile: SUB_M threads over positions x the rest over channels, a thread a
+# sub-tile of both (SUB_M; conv_fma_kernel), or a thread one position x the tile's channels (0)
+SUB_M_SPACE = {"SUB_M": (0, 8, 16, 32)}
+# ... and the most registers a thread of it may take (0: as the compiler allocates): fewer for
+# more warps a scheduler. On an H200 (offline_variants_h200/conv_fma_maxnreg.md) 90 ran 9.8 ms at
+# 64 x 64 with 128 against 10.5 without (eager 10.0), 7 6.7 with 128 against 7.5, 59 2.27 at
+# 128 positions, SUB_M=8 and 168 against the default's 2.59; 48 and 57 ran slower with any
+# limit, 54 2% faster: tuned, off by default
+MAXNREG_SPACE = {"MAXNREG": (0, 96, 128, 168)}
+# ... and, for a standard convolution, its weights copied output-channels-innermost and padded
+# to whole channel tiles, each tap's loaded unmasked as the tile's broadcast (1: W_BCAST in
+# conv_fma_kernel), or read in place (0). The compiler then gives a thread 16 positions x 4
+# channels of a 64 x 64 tile, the 4 weights one vector load (a loop step: 12 shared loads
+# against 48, 317 instructions against 359 for the same 192 FMAs; sm_90 code compiled on the
+# CPU). The default where no convolution of the chain is transposed: on an H200
+# (offline_variants_h200/conv_fma_w_bcast*.md) 54 1.76 ms against 2.02 (cuDNN 1.85), 59 2.50
+# against 2.60, level 2's 48 1.62 against 1.68, 57 and 69 0.98 against 1.02 (SUB_M=8), 71 1.00
+# against 1.04, 87 4.45 against 4.64, 7 6.20 against 7.50, 90 10.0 against 11.6
+W_BCAST_SPACE = {"W_BCAST": (0, 1)}
 # ... by default where every one has at most this many input channels per group. On an H200
 # (offline_variants_h200/conv_fma.md, conv_fma_50.md, conv_phase_major.md; 128 x 64 tiles):
 # with 3 channels KernelBench 59 ran 3.0 ms against the table's 7.7, 54 2.4 against 3.1, 60
@@ -220,7 +255,16 @@ FMA_MAX_C = 8
 FMA_DEFAULT_K = 32
 # ... and its default tile: 64 positions x 64 channels with 2 warps ran 50, 54, 59, 60, 66 and
 # 72 5-12% faster than 128 x 64 with 4 warps (75 4% slower; conv_fma_warps.md)
-FMA_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 2}
+FMA_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 2, "SUB_M": 0, "MAXNREG": 0,
+                "W_BCAST": 0}
+# ... and where some is transposed (the standard ones take W_BCAST, below) and every one has
+# at least this many input channels per group, a register tile of 8 x 8 threads over 128
+# positions x 64 channels with 2 warps (a thread 16 positions x 8 channels). On an H200
+# (offline_variants_h200/conv_fma_sub_m*.md) the transposed 72 ran 1.20 ms against 1.26, level
+# 2's 8-channel standard chains 57, 69, 71 1.02-1.04 against 1.24-1.26 (W_BCAST now 0.98-1.00);
+# with 3 channels no tile helped (54 9-36% slower, level 2's 48 1-21%, 59 within 2%).
+FMA_TILE_MIN_C = 8
+FMA_TILE_DEFAULTS = {"BLOCK_M": 128, "SUB_M": 8}
 # A standard convolution with one group may write its im2col matrix once and multiply it by the
 # weight in a plain GEMM on the tensor cores (1), or take the implicit GEMM or FMA kernel (0)
 IM2COL_SPACE = {"IM2COL": (0, 1)}
@@ -229,7 +273,10 @@ IM2COL_SPACE = {"IM2COL": (0, 1)}
 # KernelBench 50 (3 x 11 x 11 taps) 1.8 ms against the FMA kernel's 3.3 (eager 2.7), 60 and 66
 # (3 x 3 x 5 x 7) 5.0 against 6.8 and 2.5 against 3.2; with 3 x 27 taps (54, 59) it ran 54 in
 # 2.3 ms against 2.1 and 59 in 3.7 against 2.6, the matrix's traffic outweighing the products
-IM2COL_MIN_K = 256
+IM2COL_MIN_K = 320
+# (256 until the FMA kernel's W_BCAST: with it 60 and 66's 315 ran 4.56 and 2.21 ms on the FMA
+# units against the im2col GEMM's 5.02 and 2.47; 50's 363 ran 1.94 against 1.81,
+# offline_variants_h200/conv_fma_w_bcast_im2col.md)
 # ... with this tile, its products tf32x3 in the kernel: split once ran 50, 60 and 66 1.3-1.7x
 # slower (the second matrix written and read), 128 x 64 with 4 warps within 3%
 IM2COL_DEFAULTS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "TF32X3": 1}
@@ -280,6 +327,11 @@ def feasible(params: Mapping[str, int]) -> str | None:
         # 54 and 59 7-80x slower than 128 positions with 4 warps
         return (f"the FMA kernel's {params['BLOCK_M']} positions are fewer than its "
                 f"{threads} threads")
+    sub_m = params.get("SUB_M", 0)
+    if sub_m and (threads % sub_m or sub_m > params["BLOCK_M"]
+                  or threads // sub_m > params["BLOCK_N"]):
+        return (f"SUB_M={sub_m} threads over positions do not fit a {params['BLOCK_M']}x"
+                f"{params['BLOCK_N']} tile of {threads} threads")
     return None
 
 
@@ -296,6 +348,9 @@ def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> d
     for key in ("FMA", "PHASE_MAJOR", "IM2COL", "OUT_ROWS"):
         if key in params:
             consts[key] = params[key]
+    consts["SUB_M"] = params.get("SUB_M", 0)
+    consts["MAXNREG"] = params.get("MAXNREG", 0)
+    consts["W_BCAST"] = params.get("W_BCAST", 0)
     return consts
 
 
@@ -358,7 +413,8 @@ def conv_shape(c_in_g: int, groups: int, transposed: bool, kernel: Sequence[int]
     k = c_in_g * math.prod(-(-t // (s // math.gcd(s, d) if transposed else 1))
                            for t, s, d in zip(kernel, stride, dilation, strict=True))
     layout = x_layout(c_in_g, groups, transposed, dilation[-1], kernel[-1])
-    return ConvShape(kind, layout, c_in_g, k, dense=not transposed and groups == 1)
+    return ConvShape(kind, layout, c_in_g, k, dense=not transposed and groups == 1,
+                     transposed=transposed)
 
 
 def empty_phases(kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
@@ -400,17 +456,26 @@ def im2col_space(shapes: list[ConvShape], fp32: bool) -> tuple[dict[str, tuple[i
 
 
 def fma_space(shapes: list[ConvShape]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
-    """FMA's space and defaults for a chain's convolutions: tuned where some implicit GEMM's
+    """FMA's space and defaults (with its register tile SUB_M, register limit MAXNREG and
+    broadcast weights W_BCAST) for a chain's convolutions: tuned where some implicit GEMM's
     reduction is at most MAX_FMA_K; on (with FMA_DEFAULTS' tile) where every implicit GEMM has
     at most FMA_MAX_C input channels per group and such a reduction, or a reduction of at most
-    FMA_DEFAULT_K."""
+    FMA_DEFAULT_K; then with W_BCAST where none is transposed, else with FMA_TILE_DEFAULTS'
+    register tile where each has at least FMA_TILE_MIN_C input channels per group."""
     gemms = [c for c in shapes if c.kind == "gemm"]
     if not any(fma_call(c) for c in gemms):
         return {}, {}
+    space = {**FMA_SPACE, **SUB_M_SPACE, **MAXNREG_SPACE, **W_BCAST_SPACE}
     if (all(c.c_in_g <= FMA_MAX_C and fma_call(c) for c in gemms)
             or all(c.k <= FMA_DEFAULT_K for c in gemms)):
-        return dict(FMA_SPACE), {"FMA": 1, **FMA_DEFAULTS}
-    return dict(FMA_SPACE), {"FMA": 0}
+        if not any(c.transposed for c in gemms):
+            tile = {"W_BCAST": 1}
+        elif all(c.c_in_g >= FMA_TILE_MIN_C for c in gemms):
+            tile = FMA_TILE_DEFAULTS
+        else:
+            tile = {}
+        return space, {"FMA": 1, **FMA_DEFAULTS, **tile}
+    return space, {"FMA": 0, **{k: FMA_DEFAULTS[k] for k in ("SUB_M", "MAXNREG", "W_BCAST")}}
 
 
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d,
@@ -568,7 +633,8 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
         defaults["OUT_ROWS"] = 0
         if defaults.get("FMA") == 1 and all(c.rows and c.empty and c.shape.kind == "gemm"
                                             for c in chain):
-            defaults.update(OUT_ROWS=1, **out_rows_tile(max(c.stride_w for c in chain)))
+            defaults.update(OUT_ROWS=1, SUB_M=0,
+                            **out_rows_tile(max(c.stride_w for c in chain)))
     if "depthwise" in kinds:
         space.update(DIRECT_SPACE)
         defaults.setdefault("num_warps", 2)

@@ -424,6 +424,15 @@ def conv_fma_kernel(
     BLOCK_W: tl.constexpr, FLAT_HW: tl.constexpr,
     # a standard convolution without padding: every tap of a valid position lies inside x
     IN_BOUNDS: tl.constexpr,
+    # the register tile: 0, a thread's products one position x the tile's channels (a weight
+    # per FMA from shared memory); else SUB_M x SUB_N threads over positions x channels (SUB_M
+    # * SUB_N the program's threads), a thread BLOCK_M // SUB_M positions x BLOCK_N // SUB_N
+    # channels, each input value and weight it loads used in that many FMAs
+    SUB_M: tl.constexpr, SUB_N: tl.constexpr,
+    # w's output channels contiguous and padded to whole tiles (the launcher's copy): each tap's
+    # weights loaded as the tile's [BLOCK_M, BLOCK_N] broadcast, unmasked, so the compiler
+    # gives a thread a run of channels it loads with vector loads, beside its positions
+    W_BCAST: tl.constexpr,
 ):
     # A convolution with a short reduction (few input channels x a window: an image's first
     # layer) on the FMA units: a program owns BLOCK_M output positions x BLOCK_N output
@@ -453,7 +462,12 @@ def conv_fma_kernel(
         # the phase's positions: those of the whole output
         mask_p = (mask_m & (r_d + SD * od < FD) & (r_h + SH * oh < FH)
                   & (r_w + SW * ow < FW))
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        if SUB_M > 0:  # [channel rep, position rep, channel thread, position thread]
+            acc4 = tl.zeros((BLOCK_N // SUB_N, BLOCK_M // SUB_M, SUB_N, SUB_M), dtype=tl.float32)
+        else:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        if W_BCAST:
+            zero_mn = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
         for r in range(0, C_IN_G * nt_d * nt_h):
             c = r // (nt_d * nt_h)
             t_d = (r // nt_h) % nt_d
@@ -479,9 +493,22 @@ def conv_fma_kernel(
                     ok = ok_dh & (i_w >= 0) & (i_w < in_w)
                     ok_n = offs_n < tl.where(t_w < nt_w, C_OUT_G, 0)
                 xv = tl.load(x_ptr + (x_dh + i_w * s_xw), mask=ok, other=0.0).to(tl.float32)
-                wv = tl.load(w_ptr + (w_dh + t_w * STEP_W * s_ww), mask=ok_n,
-                             other=0.0).to(tl.float32)
-                acc += xv[:, None] * wv[None, :]
+                if W_BCAST:
+                    wv = tl.load(w_ptr + ((w_dh + t_w * STEP_W * s_ww)[None, :]
+                                          + zero_mn)).to(tl.float32)
+                else:
+                    wv = tl.load(w_ptr + (w_dh + t_w * STEP_W * s_ww), mask=ok_n,
+                                 other=0.0).to(tl.float32)
+                if W_BCAST:
+                    acc += xv[:, None] * wv
+                elif SUB_M > 0:
+                    x4 = tl.reshape(xv, (BLOCK_M // SUB_M, SUB_M))
+                    w4 = tl.reshape(wv, (BLOCK_N // SUB_N, SUB_N))
+                    acc4 += w4[:, None, :, None] * x4[None, :, None, :]
+                else:
+                    acc += xv[:, None] * wv[None, :]
+        if SUB_M > 0:  # position m = rep * SUB_M + thread, channel likewise
+            acc = tl.reshape(tl.permute(acc4, (1, 3, 0, 2)), (BLOCK_M, BLOCK_N))
         o_p = o_row + (r_d * s_pd + r_h * s_ph + r_w * s_pw){_epilogue('o_p', 'mask_p', '    ')}
 
 
@@ -899,16 +926,36 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
     grid, rows, block_w, flat_hw = _tile_grid(grid_out, c_out_g, groups, block_n)
     s_wo, s_wg = _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
     has_bias = bias is not None
+    sub_m, sub_n = fma_threads(SUB_M, BLOCK_M, block_n, NUM_WARPS)
+    w_bcast = bool(W_BCAST) and not transposed
+    w_arg, w_taps = w5, w5.stride()[2:]
+    if w_bcast:
+        # [groups, c_in_g, kd, kh, kw, c_out_g padded to whole channel tiles], zeros past c_out_g
+        pad_n = triton.cdiv(c_out_g, block_n) * block_n
+        w_arg = w5.new_zeros((groups, c_in_g, *ks, pad_n))
+        w_arg[..., :c_out_g] = w5.reshape(groups, c_out_g, c_in_g, *ks).movedim(1, -1)
+        s_wg, s_wo, s_wi, w_taps = w_arg.stride(0), 1, w_arg.stride(1), w_arg.stride()[2:5]
+        sub_m, sub_n = 0, 1
     conv_fma_kernel[grid](
-        x5, w5, bias if has_bias else w5, grid_out, rows, c_out_g, *x5.shape[2:],
-        *grid_out.shape[2:], *out.shape[2:], *x5.stride(), s_wg, s_wo, s_wi, *w5.stride()[2:],
+        x5, w_arg, bias if has_bias else w5, grid_out, rows, c_out_g, *x5.shape[2:],
+        *grid_out.shape[2:], *out.shape[2:], *x5.stride(), s_wg, s_wo, s_wi, *w_taps,
         *grid_out.stride(), *out.stride()[2:], bias.stride(0) if has_bias else 0, *st, *a, *b,
         *ks, c_in_g, NT_W=-(-ks[2] // steps[2]), SD=phases[0], SH=phases[1], SW=phases[2],
         STEP_D=steps[0], STEP_H=steps[1], STEP_W=steps[2],
         DIL_D=steps[0] * b[0] // phases[0], DIL_H=steps[1] * b[1] // phases[1],
         DIL_W=steps[2] * b[2] // phases[2], HAS_BIAS=has_bias, BLOCK_M=BLOCK_M,
         BLOCK_N=block_n, BLOCK_W=block_w, FLAT_HW=flat_hw,
-        IN_BOUNDS=not transposed and not any(pad), num_warps=NUM_WARPS)
+        IN_BOUNDS=not transposed and not any(pad), SUB_M=sub_m, SUB_N=sub_n, W_BCAST=w_bcast,
+        num_warps=NUM_WARPS, maxnreg=MAXNREG or None)
+
+
+def fma_threads(sub_m, block_m, block_n, num_warps):
+    """The FMA kernel's threads over positions x channels for SUB_M = ``sub_m``: (sub_m, the
+    rest of the threads) where that grid fits the tile, else (0, 1), a thread a position."""
+    threads = 32 * num_warps
+    if sub_m and threads % sub_m == 0 and sub_m <= block_m and threads // sub_m <= block_n:
+        return sub_m, threads // sub_m
+    return 0, 1
 
 
 def _rows_fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, st, pad, dil, s_wi):

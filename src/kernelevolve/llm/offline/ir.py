@@ -106,6 +106,7 @@ class ConvShape(NamedTuple):
     k: int
     # a standard convolution with one group (the im2col GEMM takes it)
     dense: bool = False
+    transposed: bool = False
 
 
 @dataclass
