@@ -76,9 +76,10 @@ the positions the stride skips.
   products. Its loads are dense tiles the compiler pipelines, where the implicit GEMM's gather
   and the FMA kernel's per-tap loads bound them; the price is writing and reading the matrix.
   By default with at most FMA_MAX_C input channels and a reduction of at least IM2COL_MIN_K =
-  320 (256 before the FMA kernel's W_BCAST, which now takes 60 and 66): on an H200 through the judge (``kernelbench_l1_h200``) 50 (3 x 11 x 11) 0.94x -> 1.50x
-  of eager, 60 and 66 (3 x 3 x 5 x 7) 1.46x -> 1.98x and 1.58x -> 1.98x; with 81 taps (54,
-  59) the FMA kernel stays faster (``conv_im2col.md``). A matrix past IM2COL_MAX_BYTES (or a
+  320: on an H200 through the judge (``kernelbench_l1_h200``) 50 (3 x 11 x 11) 0.94x -> 1.50x
+  of eager, 60 and 66 (3 x 3 x 5 x 7) 1.46x -> 1.98x and 1.58x -> 1.98x with 256; with 81 taps
+  (54, 59) the FMA kernel stayed faster (``conv_im2col.md``), and since its broadcast weights
+  (W_BCAST) it takes 60 and 66 too (2.17x and 2.21x). A matrix past IM2COL_MAX_BYTES (or a
   quarter of the device's free memory) takes the other kernels.
 - Pointwise (1x1, stride 1, no padding): a plain GEMM per image and group,
   out[n] [C_out, P] = w [C_out, C_in] @ x[n] [C_in, P] over the P = OD*OH*OW positions, which
@@ -222,25 +223,6 @@ TABLE_MAX_C = 8
 # The implicit GEMMs whose reduction (input channels per group x window taps) is at most
 # MAX_FMA_K may run on the FMA units instead, a window row's taps unrolled (conv_fma_kernel)
 FMA_SPACE = {"FMA": (0, 1)}
-# ... its register tile: SUB_M threads over positions x the rest over channels, a thread a
-# sub-tile of both (SUB_M; conv_fma_kernel), or a thread one position x the tile's channels (0)
-SUB_M_SPACE = {"SUB_M": (0, 8, 16, 32)}
-# ... and the most registers a thread of it may take (0: as the compiler allocates): fewer for
-# more warps a scheduler. On an H200 (offline_variants_h200/conv_fma_maxnreg.md) 90 ran 9.8 ms at
-# 64 x 64 with 128 against 10.5 without (eager 10.0), 7 6.7 with 128 against 7.5, 59 2.27 at
-# 128 positions, SUB_M=8 and 168 against the default's 2.59; 48 and 57 ran slower with any
-# limit, 54 2% faster: tuned, off by default
-MAXNREG_SPACE = {"MAXNREG": (0, 96, 128, 168)}
-# ... and, for a standard convolution, its weights copied output-channels-innermost and padded
-# to whole channel tiles, each tap's loaded unmasked as the tile's broadcast (1: W_BCAST in
-# conv_fma_kernel), or read in place (0). The compiler then gives a thread 16 positions x 4
-# channels of a 64 x 64 tile, the 4 weights one vector load (a loop step: 12 shared loads
-# against 48, 317 instructions against 359 for the same 192 FMAs; sm_90 code compiled on the
-# CPU). The default where no convolution of the chain is transposed: on an H200
-# (offline_variants_h200/conv_fma_w_bcast*.md) 54 1.76 ms against 2.02 (cuDNN 1.85), 59 2.50
-# against 2.60, level 2's 48 1.62 against 1.68, 57 and 69 0.98 against 1.02 (SUB_M=8), 71 1.00
-# against 1.04, 87 4.45 against 4.64, 7 6.20 against 7.50, 90 10.0 against 11.6
-W_BCAST_SPACE = {"W_BCAST": (0, 1)}
 # ... by default where every one has at most this many input channels per group. On an H200
 # (offline_variants_h200/conv_fma.md, conv_fma_50.md, conv_phase_major.md; 128 x 64 tiles):
 # with 3 channels KernelBench 59 ran 3.0 ms against the table's 7.7, 54 2.4 against 3.1, 60
@@ -265,6 +247,26 @@ FMA_DEFAULTS = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 2, "SUB_M": 0, "MAXNR
 # with 3 channels no tile helped (54 9-36% slower, level 2's 48 1-21%, 59 within 2%).
 FMA_TILE_MIN_C = 8
 FMA_TILE_DEFAULTS = {"BLOCK_M": 128, "SUB_M": 8}
+# The FMA kernel's register tile: SUB_M threads over positions x the rest over channels, a
+# thread a sub-tile of both (SUB_M; conv_fma_kernel), or a thread a position x the tile's
+# channels (0)
+SUB_M_SPACE = {"SUB_M": (0, 8, 16, 32)}
+# ... and the most registers a thread of it may take (0: as the compiler allocates): fewer for
+# more warps a scheduler. On an H200 (offline_variants_h200/conv_fma_maxnreg.md) 90 ran 9.8 ms at
+# 64 x 64 with 128 against 10.5 without (eager 10.0), 7 6.7 with 128 against 7.5, 59 2.27 at
+# 128 positions, SUB_M=8 and 168 against the default's 2.59; 48 and 57 ran slower with any
+# limit, 54 2% faster: tuned, off by default
+MAXNREG_SPACE = {"MAXNREG": (0, 96, 128, 168)}
+# ... and, for a standard convolution, its weights copied output-channels-innermost and padded
+# to whole channel tiles, each tap's loaded unmasked as the tile's broadcast (1: W_BCAST in
+# conv_fma_kernel), or read in place (0). The compiler then gives a thread 16 positions x 4
+# channels of a 64 x 64 tile, the 4 weights one vector load (a loop step: 12 shared loads
+# against 48, 317 instructions against 359 for the same 192 FMAs; sm_90 code compiled on the
+# CPU). The default where no convolution of the chain is transposed: on an H200
+# (offline_variants_h200/conv_fma_w_bcast*.md) 54 1.76 ms against 2.02 (cuDNN 1.85), 59 2.50
+# against 2.60, level 2's 48 1.62 against 1.68, 57 and 69 0.98 against 1.02 (SUB_M=8), 71 1.00
+# against 1.04, 87 4.45 against 4.64, 7 6.20 against 7.50, 90 10.0 against 11.6
+W_BCAST_SPACE = {"W_BCAST": (0, 1)}
 # A standard convolution with one group may write its im2col matrix once and multiply it by the
 # weight in a plain GEMM on the tensor cores (1), or take the implicit GEMM or FMA kernel (0)
 IM2COL_SPACE = {"IM2COL": (0, 1)}

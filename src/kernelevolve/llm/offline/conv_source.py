@@ -496,17 +496,16 @@ def conv_fma_kernel(
                 if W_BCAST:
                     wv = tl.load(w_ptr + ((w_dh + t_w * STEP_W * s_ww)[None, :]
                                           + zero_mn)).to(tl.float32)
+                    acc += xv[:, None] * wv
                 else:
                     wv = tl.load(w_ptr + (w_dh + t_w * STEP_W * s_ww), mask=ok_n,
                                  other=0.0).to(tl.float32)
-                if W_BCAST:
-                    acc += xv[:, None] * wv
-                elif SUB_M > 0:
-                    x4 = tl.reshape(xv, (BLOCK_M // SUB_M, SUB_M))
-                    w4 = tl.reshape(wv, (BLOCK_N // SUB_N, SUB_N))
-                    acc4 += w4[:, None, :, None] * x4[None, :, None, :]
-                else:
-                    acc += xv[:, None] * wv[None, :]
+                    if SUB_M > 0:
+                        x4 = tl.reshape(xv, (BLOCK_M // SUB_M, SUB_M))
+                        w4 = tl.reshape(wv, (BLOCK_N // SUB_N, SUB_N))
+                        acc4 += w4[:, None, :, None] * x4[None, :, None, :]
+                    else:
+                        acc += xv[:, None] * wv[None, :]
         if SUB_M > 0:  # position m = rep * SUB_M + thread, channel likewise
             acc = tl.reshape(tl.permute(acc4, (1, 3, 0, 2)), (BLOCK_M, BLOCK_N))
         o_p = o_row + (r_d * s_pd + r_h * s_ph + r_w * s_pw){_epilogue('o_p', 'mask_p', '    ')}
