@@ -9,13 +9,12 @@ tests/gpu``."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
+from tests.rendered import load_rendered
 
 pytestmark = [
     pytest.mark.gpu,
@@ -71,12 +70,7 @@ def test_every_register_tile_is_exact_fp32(tmp_path, name):
     for k, point in enumerate(POINTS):
         params = {**plan.default_params(), **point}
         assert plan.feasible(params) is None, point
-        source = tmp_path / f"cand_{name}_{k}.py"
-        source.write_text(plan.render(params))
-        spec = importlib.util.spec_from_file_location(f"cand_{name}_{k}", source)
-        assert spec is not None and spec.loader is not None
-        cand = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(cand)
+        cand = load_rendered(plan, params, tmp_path / f"cand_{name}_{k}.py")
         torch.manual_seed(0)
         model = cand.ModelNew().cuda()
         c = model.conv

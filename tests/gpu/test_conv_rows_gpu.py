@@ -6,13 +6,12 @@ Marked ``gpu``: run with ``python -m pytest -m gpu tests/gpu``."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
+from tests.rendered import load_rendered
 
 pytestmark = [
     pytest.mark.gpu,
@@ -59,12 +58,7 @@ def _candidate(tmp_path, name: str):
     plan = analyze(load_problem(tmp_path / f"p_{name}.py"))
     params = plan.default_params()
     assert params["OUT_ROWS"] == 1  # empty phases, a short reduction: the default
-    source = tmp_path / f"cand_{name}.py"
-    source.write_text(plan.render(params))
-    spec = importlib.util.spec_from_file_location(f"cand_{name}", source)
-    assert spec is not None and spec.loader is not None
-    cand = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cand)
+    cand = load_rendered(plan, params, tmp_path / f"cand_{name}.py")
     torch.manual_seed(0)
     model = cand.ModelNew().cuda()
     conv = model.conv

@@ -5,10 +5,13 @@ import sys
 from pathlib import Path
 
 import torch
-from _load import load
 
 from kernelevolve.llm.offline.analyze import analyze
 from kernelevolve.problem import call_factory, load_problem
+
+# the benchmarks' own candidate import (offline_variants_gpu._import)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from offline_variants_gpu import _import as load  # noqa: E402
 
 path = Path(sys.argv[1])
 problem = load_problem(path)

@@ -925,8 +925,8 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
     grid, rows, block_w, flat_hw = _tile_grid(grid_out, c_out_g, groups, block_n)
     s_wo, s_wg = _weight_group_strides(w5, transposed, c_in_g, c_out_g, s_wi)
     has_bias = bias is not None
-    sub_m, sub_n = fma_threads(SUB_M, BLOCK_M, block_n, NUM_WARPS)
     w_bcast = bool(W_BCAST) and not transposed
+    sub_m, sub_n = (0, 1) if w_bcast else fma_threads(SUB_M, BLOCK_M, block_n, NUM_WARPS)
     w_arg, w_taps = w5, w5.stride()[2:]
     if w_bcast:
         # [groups, c_in_g, kd, kh, kw, c_out_g padded to whole channel tiles], zeros past c_out_g
@@ -934,7 +934,6 @@ def _fma_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, st, pad,
         w_arg = w5.new_zeros((groups, c_in_g, *ks, pad_n))
         w_arg[..., :c_out_g] = w5.reshape(groups, c_out_g, c_in_g, *ks).movedim(1, -1)
         s_wg, s_wo, s_wi, w_taps = w_arg.stride(0), 1, w_arg.stride(1), w_arg.stride()[2:5]
-        sub_m, sub_n = 0, 1
     conv_fma_kernel[grid](
         x5, w_arg, bias if has_bias else w5, grid_out, rows, c_out_g, *x5.shape[2:],
         *grid_out.shape[2:], *out.shape[2:], *x5.stride(), s_wg, s_wo, s_wi, *w_taps,
