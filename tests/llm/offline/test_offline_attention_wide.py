@@ -7,6 +7,11 @@ small sizes so the interpreter stays quick."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -134,3 +139,65 @@ def test_wide_heads_are_verified_at_the_defaults(problems, pool, name, monkeypat
     source = plan.render(plan.default_params())
     assert name != "wide" or "min(BH, 65535, 4608 //" in source
     _verified(pool, problems[name], source)
+
+
+
+
+# Run in a fresh interpreter process (the interpreter must be on before triton loads): each
+# rendered candidate against torch on positive inputs (KernelBench 97's torch.rand) holding -inf
+# in a query, then also an infinity in v, then -inf and +inf in a key
+_NONFINITE = textwrap.dedent('''
+    import importlib.util, json, os, sys
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    import torch.nn.functional as F
+    res = {}
+    for path in sys.argv[1:]:
+        spec = importlib.util.spec_from_file_location("cand", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        model = mod.ModelNew()
+        for case in ("query -inf", "and v inf", "key -inf", "key +inf"):
+            gen = torch.Generator().manual_seed(0)
+            q, k, v = (torch.rand(1, 2, n, 16, generator=gen) for n in (32, 48, 48))
+            if case in ("query -inf", "and v inf"):
+                q[0, 1, 5, 3] = float("-inf")
+            if case == "and v inf":
+                v[0, 1, 7, 2] = float("inf")
+            if case.startswith("key"):
+                k[0, 0, 9, 4] = float(case[-4:])
+            want, got = F.scaled_dot_product_attention(q, k, v), model(q, k, v)
+            res[f"{os.path.basename(path)} {case}"] = [
+                bool(torch.equal(got.isnan(), want.isnan())),
+                bool(torch.equal(got.isinf(), want.isinf())),
+                bool(torch.allclose(got.nan_to_num(), want.nan_to_num(), atol=1e-5)),
+                int(want.isnan().sum()), int((want == 0).all(-1).sum())]
+    print(json.dumps(res))
+''')
+
+
+def test_a_query_of_minus_infinity_gives_torchs_zero_row(tmp_path, problems):
+    """With positive keys (KernelBench 97's torch.rand) a -inf in a query makes its whole row
+    of scores -inf. torch's SDPA gives that row 0 (its products with v: NaN where v holds an
+    infinity); the online softmax gave exp(-inf - -inf) = NaN, a difference the judge's
+    infinities check found at 97 on the H200 (2048 values: two query rows of 1024). Both
+    modes, in the interpreter, keep torch's NaN, infinities and values."""
+    plan = analyze(problems["narrow"])
+    paths = []
+    for wide in (0, 1):
+        params = {**plan.default_params(), "WIDE": wide, "BLOCK_M": 16, "BLOCK_N": 16,
+                  "BLOCK_D": 16, "BLOCK_DV": 16}
+        paths.append(tmp_path / f"mode{wide}.py")
+        paths[-1].write_text(plan.render(params))
+    done = subprocess.run([sys.executable, "-c", _NONFINITE, *map(str, paths)],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(res) == 8
+    for case, (nan_same, inf_same, close, n_nan, zero_rows) in res.items():
+        assert nan_same and inf_same and close, case
+        if case.endswith("query -inf"):
+            assert n_nan == 0 and zero_rows == 1, case  # torch's row of zeros, no NaN
+        if case.endswith("v inf"):
+            assert n_nan == 1, case  # that row's 0 * inf

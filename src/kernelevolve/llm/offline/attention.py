@@ -20,6 +20,11 @@ scales each tile by ``exp(m_t - m)`` as it loads it and divides by ``l`` at the 
 softmax pass: the workspace is written once and read once. Heads go in groups whose workspace
 stays under WORKSPACE_BYTES (one head at least: a single head's L x S fp32 scores).
 
+Non-finite scores as torch's SDPA treats them: a row whose scores are all -inf (a query holding
+-inf, with positive keys) gets weights 0 and so outputs its zero products with v, not
+``exp(-inf - -inf)`` = NaN. Both modes take such a row's exponents from 0 and divide by 1 where
+its sum is 0; a +inf score makes the row NaN, as in torch.
+
 Why, at KernelBench level 1 problem 97 (fp32 q, k, v [32, 32, 512, 1024]: BH = 1024 heads,
 L = S = 512, D = DV = 1024):
 
@@ -140,8 +145,11 @@ def attention_kernel(
                 scores = tl.dot(q, k, scores)
         scores = tl.where(mask_n[None, :], scores * scale, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-        p = tl.exp(scores - m_new[:, None])
-        alpha = tl.exp(m_i - m_new)
+        # a row whose scores are all -inf so far (a query holding -inf) takes its exponents
+        # from 0: they are 0, not exp(-inf - -inf) = NaN (torch's SDPA gives the row 0)
+        m_use = tl.where(m_new == -float("inf"), 0.0, m_new)
+        p = tl.exp(scores - m_use[:, None])
+        alpha = tl.exp(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(v_ptr + bh * s_vb + offs_n[:, None].to(tl.int64) * s_vs
                     + offs_v[None, :].to(tl.int64) * s_vd,
@@ -151,7 +159,8 @@ def attention_kernel(
         else:
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
-    out = acc / l_i[:, None]
+    # a row of -inf scores has no weight (l 0): its output is its zero products with v
+    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     out_ptrs = out_ptr + bh * s_ob + offs_m[:, None].to(tl.int64) * s_ol + offs_v[None, :]
     tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_v[None, :])'''
 
@@ -196,7 +205,8 @@ def attention_scores_kernel(
         k_ptrs += BLOCK_D
     scores = tl.where(mask_n[None, :], acc * scale, -float("inf"))
     m_t = tl.max(scores, axis=1)
-    e = tl.exp(scores - m_t[:, None])
+    # a tile whose scores are all -inf: exponents from 0 (0, not NaN), its sum 0
+    e = tl.exp(scores - tl.where(m_t == -float("inf"), 0.0, m_t)[:, None])
     e_ptrs = e_ptr + bh * s_eb + offs_m[:, None].to(tl.int64) * s_el + offs_n[None, :]
     tl.store(e_ptrs, e, mask=mask_m[:, None] & mask_n[None, :])
     stats = bh * s_mb + offs_m.to(tl.int64) * T + pid_n
@@ -231,9 +241,12 @@ def attention_values_kernel(
     for t in range(0, T):
         m_t = tl.load(stats + t, mask=mask_m, other=0.0)
         m_new = tl.maximum(m_i, m_t)
-        l_i = l_i * tl.exp(m_i - m_new) + tl.load(sums + t, mask=mask_m, other=1.0) * tl.exp(
-            m_t - m_new)
+        # while every score so far is -inf, the exponents are taken from 0 (0, not NaN)
+        m_use = tl.where(m_new == -float("inf"), 0.0, m_new)
+        l_i = l_i * tl.exp(m_i - m_use) + tl.load(sums + t, mask=mask_m, other=1.0) * tl.exp(
+            m_t - m_use)
         m_i = m_new
+    m_i = tl.where(m_i == -float("inf"), 0.0, m_i)
     e_ptrs = e_ptr + bh * s_eb + offs_m[:, None].to(tl.int64) * s_el + offs_n[None, :]
     v_ptrs = (v_ptr + bh * s_vb + offs_n[:, None].to(tl.int64) * s_vs
               + offs_v[None, :].to(tl.int64) * s_vd)
@@ -250,7 +263,8 @@ def attention_values_kernel(
             acc = tl.dot(p.to(v.dtype), v, acc)
         e_ptrs += BLOCK_N
         v_ptrs += BLOCK_N * s_vs
-    out = acc / l_i[:, None]
+    # a row of -inf scores has no weight (l 0): its output is its zero products with v
+    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     out_ptrs = out_ptr + bh * s_ob + offs_m[:, None].to(tl.int64) * s_ol + offs_v[None, :]
     tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_v[None, :])'''
 
