@@ -141,8 +141,6 @@ def test_wide_heads_are_verified_at_the_defaults(problems, pool, name, monkeypat
     _verified(pool, problems[name], source)
 
 
-
-
 # Run in a fresh interpreter process (the interpreter must be on before triton loads): each
 # rendered candidate against torch on positive inputs (KernelBench 97's torch.rand) holding -inf
 # in a query, then also an infinity in v, then -inf and +inf in a key
