@@ -1,4 +1,5 @@
-"""An offline plan's candidate as a module: rendered to a file and imported fresh."""
+"""An offline plan's candidate as a module: rendered to a file and imported fresh; and a
+one-convolution problem file for the GPU tests."""
 
 from __future__ import annotations
 
@@ -17,3 +18,32 @@ def load_rendered(plan: Any, params: Mapping[str, int], path: Path) -> ModuleTyp
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+_CONV_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = CONV
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.rand(*SHAPE)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def conv_problem(path: Path, conv: str, shape: tuple[int, ...]) -> Path:
+    """Write a problem file at ``path`` whose model is the one module ``conv`` (source, e.g.
+    ``"nn.Conv2d(8, 64, 3)"``) applied to ``torch.rand(*shape)``; returns ``path``."""
+    path.write_text(_CONV_PROBLEM.replace("CONV", conv).replace("SHAPE", repr(shape)))
+    return path

@@ -14,7 +14,7 @@ import torch
 
 from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
-from tests.rendered import load_rendered
+from tests.rendered import conv_problem, load_rendered
 
 pytestmark = [
     pytest.mark.gpu,
@@ -25,27 +25,6 @@ PROBLEMS = {
     "3d_3ch": ("nn.Conv3d(3, 64, 3, bias=False)", (2, 3, 12, 20, 30)),
     "2d_8ch": ("nn.Conv2d(8, 64, 3, padding=1)", (4, 8, 40, 70)),
 }
-
-TEXT = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = CONV
-
-    def forward(self, x):
-        return self.conv(x)
-
-
-def get_inputs():
-    return [torch.rand(*SHAPE)]
-
-
-def get_init_inputs():
-    return []
-'''
 
 POINTS = [{"SUB_M": 0, "MAXNREG": 0}, {"SUB_M": 8, "MAXNREG": 0}, {"SUB_M": 16, "MAXNREG": 128},
           {"SUB_M": 32, "MAXNREG": 0}, {"SUB_M": 8, "BLOCK_M": 128, "MAXNREG": 168},
@@ -58,9 +37,7 @@ POINTS = ([{**p, "W_BCAST": 0} for p in POINTS]
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_every_register_tile_is_exact_fp32(tmp_path, name):
     conv, shape = PROBLEMS[name]
-    path = tmp_path / f"p_{name}.py"
-    path.write_text(TEXT.replace("CONV", conv).replace("SHAPE", repr(shape)))
-    plan = analyze(load_problem(path))
+    plan = analyze(load_problem(conv_problem(tmp_path / f"p_{name}.py", conv, shape)))
     assert plan.default_params()["FMA"] == 1
     # a standard convolution takes the broadcast weights by default, a position a thread
     assert plan.default_params()["W_BCAST"] == 1 and plan.default_params()["SUB_M"] == 0

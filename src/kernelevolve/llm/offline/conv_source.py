@@ -286,6 +286,104 @@ def conv_gemm_cl_kernel(
 
 
 @triton.jit
+def conv_tma_x(
+    # x's descriptor; the k step and a tap's slices; the program's image, output plane, first
+    # output row and column, its group's first channel; taps per dim (h, w); per dim the
+    # input offset of tap 0 and the step between taps
+    x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h, off_w, dil_d, dil_h,
+    dil_w,
+    # Meta-parameters: the positions (BH x BW) and channels of the tile
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    # k step k's x tile: the box of the program's positions shifted by the step's tap, its
+    # slice of the group's channels
+    tap = k // slices
+    rest = tap // NT_W
+    return x_desc.load([n, od + off_d + (rest // NT_H) * dil_d,
+                        oh0 + off_h + (rest % NT_H) * dil_h, ow0 + off_w + (tap % NT_W) * dil_w,
+                        c_base + (k % slices) * BLOCK_K]).reshape(BLOCK_M, BLOCK_K)
+
+
+@triton.jit
+def conv_gemm_tma_kernel(
+    # Descriptors: x channels-last [N, D, H, W, C] (boxes [1, 1, BH, BW, BLOCK_K]: a box past
+    # an edge reads zeros, the padding); the weight's TF32 high part and remainder, [C_out, K]
+    # in k = (tap, input channel) order (boxes [BLOCK_N, BLOCK_K])
+    x_desc, whi_desc, wlo_desc,
+    # Pointers: the bias, the output [N, C_out, OD, OH, OW] (a transposed convolution's phase
+    # is a strided view), the weight split's flag (set where it holds an infinity or NaN)
+    b_ptr, out_ptr, special_ptr,
+    # Sizes: output rows N * OD; channels per group; output extents; taps per dim (h, w); k
+    # steps (taps x BLOCK_K slices of a tap's channels)
+    ROWS, C_IN_G, C_OUT_G, OD, OH, OW, NT_H, NT_W, K_STEPS,
+    # Strides of the output and of the bias
+    s_on, s_oc, s_od, s_oh, s_ow, s_b,
+    # Per dim: input position of tap t of output o is o + off + t * dil (stride 1)
+    off_d, off_h, off_w, dil_d, dil_h, dil_w,
+    # Meta-parameters: bias; a program's BH output rows x BW columns, BLOCK_N output channels
+    # of one group; BLOCK_K channels a k step
+    HAS_BIAS: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    # Implicit GEMM with stride 1 (every transposed convolution's phase, standard ones
+    # without a stride) whose x tiles come through TMA: a tap's tile of BH x BW positions is a
+    # box of x shifted by the tap, so the copy engine does the addressing and the padding, and
+    # the tiles land in shared memory while earlier steps' products run. fp32 products: the
+    # weight split once into TF32 parts (hi, lo), x's high part its bits cut in registers (an
+    # exact TF32 value; the remainder x - hi exact too); a k step's three TF32 products
+    # (lo*hi + hi*lo + hi*hi) summed on the tensor cores from zero and added to the result in
+    # fp32, so no long chain of the tensor cores' truncating adds builds up (tf32x3's error).
+    # An infinity or NaN in x makes its remainder NaN: a program whose sum holds a NaN, or
+    # whose weight holds an infinity or NaN (the flag), sums again on the FMA units.
+    BLOCK_M: tl.constexpr = BH * BW
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    n_blocks_n = tl.cdiv(C_OUT_G, BLOCK_N)
+    g = pid_n // n_blocks_n
+    n0 = (pid_n % n_blocks_n) * BLOCK_N
+    offs_n = n0 + tl.arange(0, BLOCK_N)
+    mask_n = offs_n < C_OUT_G
+    tiles_w = tl.cdiv(OW, BW)
+    tiles_h = tl.cdiv(OH, BH)
+    ow0 = (pid_m % tiles_w) * BW
+    t = pid_m // tiles_w
+    oh0 = (t % tiles_h) * BH
+    row = t // tiles_h
+    od = row % OD
+    n = row // OD
+    slices = C_IN_G // BLOCK_K
+    w_row = g * C_OUT_G + n0
+    c_base = g * C_IN_G
+    special = tl.load(special_ptr)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if special == 0:
+        for k in range(0, K_STEPS):
+            x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
+                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+            w_hi = whi_desc.load([w_row, k * BLOCK_K]).T
+            w_lo = wlo_desc.load([w_row, k * BLOCK_K]).T
+            x_hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+            part = tl.dot(x - x_hi, w_hi, input_precision="tf32")
+            part = tl.dot(x_hi, w_lo, part, input_precision="tf32")
+            acc += tl.dot(x_hi, w_hi, part, input_precision="tf32")
+    if (special != 0) | (tl.max((acc != acc).to(tl.int32), axis=None) > 0):
+        # an infinity or NaN: x times the weight's parts' sum (the weight to 2^-22) on the FMA
+        # units, which keep torch's infinities and NaN
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K_STEPS):
+            x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
+                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+            w = whi_desc.load([w_row, k * BLOCK_K]).T + wlo_desc.load([w_row, k * BLOCK_K]).T
+            acc = tl.dot(x, w, acc, input_precision="ieee")
+    offs_m = tl.arange(0, BLOCK_M)
+    oh = oh0 + offs_m // BW
+    ow = ow0 + offs_m % BW
+    mask_m = (oh < OH) & (ow < OW)
+    o_row = (n.to(tl.int64) * s_on + od.to(tl.int64) * s_od + oh.to(tl.int64) * s_oh
+             + ow.to(tl.int64) * s_ow){_EPILOGUE}
+
+
+@triton.jit
 def conv_im2col_kernel(
     # Pointers: x [N, C, D, H, W]; the im2col matrix [M, KP] (its high parts with SPLIT) and
     # its remainders (SPLIT); special [1] int32, set where x holds an infinity or NaN (SPLIT)
@@ -833,6 +931,10 @@ def _flat_stride(t):
 MAX_DIRECT_TAPS = 128
 # The FMA kernel takes reductions up to this long; a longer one takes the GEMM
 MAX_FMA_K = ''' + str(MAX_FMA_K) + '''
+# The TMA implicit GEMM's tile: at most this many columns where the output has more than one
+# row (KernelBench 69's 260 columns: 9 tiles of 32, not 3 of 128), and its pipeline's stages
+TMA_MAX_BW = 32
+TMA_STAGES = 4
 # The most memory the im2col matrix may take (its parts with split once); a larger one takes the
 # implicit GEMM (or the FMA kernel) instead
 IM2COL_MAX_BYTES = 8 << 30
@@ -1049,8 +1151,49 @@ def _position_tiles(out):
     return n_batch * od * oh, ow, block_w, False
 
 
+def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
+                st, k_total):
+    """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
+    x channels-last (``xc``, its channel stride 1) read in TMA boxes, the weight split once.
+    None (nothing launched) where it does not fit: a stride, a tap's channels not whole
+    BLOCK_K slices (a slice would read the next group's), rows of x or of the weight copy not a
+    multiple of 16 bytes (TMA's rule), a phase no tap reaches, a tile of fewer than 16
+    positions, or a GPU before sm_90."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    block_k = min(BLOCK_K, c_in_g)
+    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
+            or c_in_g % block_k or xc.shape[1] % 4 or k_total == 0 or k_total % 4
+            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
+        return None
+    n_batch, c_out = out.shape[0], out.shape[1]
+    od, oh, ow = out.shape[2:]
+    bw = min(BLOCK_M, triton.next_power_of_2(ow), TMA_MAX_BW if oh > 1 else BLOCK_M)
+    bh = min(BLOCK_M // bw, triton.next_power_of_2(oh))
+    if bh * bw < 16:
+        return None
+    block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
+    special = torch.zeros(1, dtype=torch.int32, device=xc.device)
+    w_hi, w_lo = split_dense(_k_major(w5, taps, groups, transposed, c_out, k_total,
+                                      channels_last=True), special)
+    x_desc = TensorDescriptor.from_tensor(xc.permute(0, 2, 3, 4, 1), [1, 1, bh, bw, block_k])
+    hi_desc = TensorDescriptor.from_tensor(w_hi, [block_n, block_k])
+    lo_desc = TensorDescriptor.from_tensor(w_lo, [block_n, block_k])
+    rows = n_batch * od
+    grid = (rows * triton.cdiv(oh, bh) * triton.cdiv(ow, bw),
+            groups * triton.cdiv(c_out_g, block_n))
+    has_bias = bias is not None
+    conv_gemm_tma_kernel[grid](
+        x_desc, hi_desc, lo_desc, bias if has_bias else w_hi, out, special, rows, c_in_g,
+        c_out_g, od, oh, ow, taps[1][2], taps[2][2],
+        taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
+        bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=NUM_WARPS, num_stages=TMA_STAGES)
+    return out
+
+
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False, im2col=False):
+                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False, im2col=False, tma=False):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
     GEMM for a 1x1 one, else an implicit GEMM over ``xs`` (a _GemmInput): channels-last, or
@@ -1060,7 +1203,9 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     rows where they lie contiguous in x (one group, adjacent taps along w). ``fma``: a
     reduction (input channels per group x taps) of at most MAX_FMA_K runs on the FMA units
     instead (``conv_fma_kernel``). ``im2col``: a standard convolution with one group writes its
-    im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``)."""
+    im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``).
+    ``tma``: with tf32x3 products, a channels-last implicit GEMM with stride 1 reads x through
+    TMA (``_tma_launch``), where it fits."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -1097,6 +1242,10 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     if xs.channels_last:
         xc, xc_lo = xs.get()
         off, dil = _tap_lines(taps, offsets, pad)
+        if (tma and tf32x3 == 1 and not run_w
+                and _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
+                                off, dil, st, k_total) is not None):
+            return
         # a window row's taps along w lie next to each other where they are adjacent and the
         # channels between them are the group's own
         run_w = bool(run_w and dil[2] == 1 and taps[2][2] > 1 and xc.stride(4) == c_in_g)
@@ -1145,7 +1294,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
             tf32x3=False, channels_last=False, fma=False, phase_major=False, im2col=False,
-            out_rows=False):
+            out_rows=False, tma=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
     the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
@@ -1159,7 +1308,10 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     input channels * taps) once, then multiplies it by the weight in a plain GEMM, where the
     matrix takes at most IM2COL_MAX_BYTES; ``out_rows``: a transposed convolution whose
     reduction (input channels per group x window taps) is at most MAX_FMA_K runs on the FMA
-    units in output order, a program a run of one output row's columns."""
+    units in output order, a program a run of one output row's columns; ``tma``: with tf32x3
+    products (1) and a channels-last x (1), an implicit GEMM with stride 1 (a transposed
+    convolution's phases, a standard one without a stride) reads x through TMA and the weight
+    split once (``conv_gemm_tma_kernel``), where it fits."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -1202,7 +1354,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3, xs, run_w, fma, im2col)
+                     tf32x3, xs, run_w, fma, im2col, tma)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # in output order (conv_rows_fma_kernel), where asked and the reduction is short
     if out_rows and 0 < c_in_g * ks[0] * ks[1] * ks[2] <= MAX_FMA_K:
@@ -1237,7 +1389,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         taps = found[(pd, ph, pw)]
         _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True, [f[0] for f in taps],
                      [f[1] for f in taps], [1, 1, 1], [0, 0, 0], s_wi, nd, tf32x3, xs, run_w,
-                     fma)
+                     fma, tma=tma)
     if major:
         rows = n_batch * c_out * sizes_out[0] * sizes_out[1]
         block_w = min(256, triton.next_power_of_2(sizes_out[2]))

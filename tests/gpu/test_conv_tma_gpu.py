@@ -1,0 +1,85 @@
+"""The TMA implicit GEMM (``conv_gemm_tma_kernel``) on a real sm_90 GPU, where the descriptors,
+the copy engine's out-of-bounds zeros and the tensor cores' TF32 products are real (the
+interpreter multiplies exactly): tf32x3-level error against float64 at its tiles, torch's NaN
+and infinities, and the kernel really launched. A standard 2-D convolution with padding and a
+bias, a transposed one with stride 1 (KernelBench 69's kind) and one with stride 2 (phases).
+Marked ``gpu``: run with ``python -m pytest -m gpu tests/gpu``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelevolve.llm.offline import analyze
+from kernelevolve.problem import load_problem
+from tests.rendered import conv_problem, load_rendered
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available()
+                       or torch.cuda.get_device_capability()[0] < 9, reason="needs sm_90"),
+]
+
+PROBLEMS = {
+    "2d": ("nn.Conv2d(64, 96, 3, padding=1)", (4, 64, 33, 70), "conv2d"),
+    "transposed": ("nn.ConvTranspose2d(64, 128, (3, 5), bias=False)", (2, 64, 30, 61),
+                   "conv_transpose2d"),
+    "transposed_stride2": ("nn.ConvTranspose2d(32, 48, 3, stride=2, padding=1)",
+                           (2, 32, 20, 24), "conv_transpose2d"),
+}
+
+POINTS = [{}, {"BLOCK_M": 128, "num_warps": 8}, {"BLOCK_M": 128, "num_warps": 4},
+          {"BLOCK_N": 64}]
+
+
+def _reference(c, x, fn):
+    kw = dict(stride=c.stride, padding=c.padding, dilation=c.dilation, groups=c.groups)
+    if fn == "conv_transpose2d":
+        kw["output_padding"] = c.output_padding
+    bias = None if c.bias is None else c.bias.detach().to(x.dtype)
+    return getattr(torch.nn.functional, fn)(x, c.weight.detach().to(x.dtype), bias, **kw)
+
+
+class _Spy:
+    """A kernel whose launches append their grid to ``launched``."""
+
+    def __init__(self, kernel, launched):
+        self.kernel, self.launched = kernel, launched
+
+    def __getitem__(self, grid):
+        self.launched.append(grid)
+        return self.kernel[grid]
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_tma_gemm_is_tf32x3_exact_and_keeps_infinities(tmp_path, name):
+    conv, shape, fn = PROBLEMS[name]
+    plan = analyze(load_problem(conv_problem(tmp_path / f"p_{name}.py", conv, shape)))
+    assert plan.default_params()["TMA"] == 1
+    torch.manual_seed(0)
+    x = torch.rand(*shape, device="cuda")
+    xn = x.clone()
+    places = [5, x.numel() // 3, x.numel() - 7]
+    xn.view(-1)[places] = torch.tensor([float("inf"), float("nan"), float("-inf")],
+                                       device="cuda")
+    for k, point in enumerate(POINTS):
+        params = {**plan.default_params(), **point}
+        assert plan.feasible(params) is None, point
+        cand = load_rendered(plan, params, tmp_path / f"cand_{name}_{k}.py")
+        launched: list[tuple[int, ...]] = []
+        cand.conv_gemm_tma_kernel = _Spy(cand.conv_gemm_tma_kernel, launched)
+        torch.manual_seed(0)
+        model = cand.ModelNew().cuda()
+        with torch.no_grad():
+            got = model(x)
+            truth = _reference(model.conv, x.double(), fn)
+            err = float((got.double() - truth).abs().max() / truth.abs().mean())
+            assert launched, (name, point)  # the TMA kernel ran, no fallback
+            assert err < 2e-5, (name, point, err)  # one TF32 product: ~5e-3
+            # float64's NaN and infinities (cuDNN's fp32 FFT spreads them over its tiles)
+            got_n, want_n = model(xn).double(), _reference(model.conv, xn.double(), fn)
+        assert torch.equal(got_n.isnan(), want_n.isnan()), (name, point)
+        assert torch.equal(got_n.isinf(), want_n.isinf()), (name, point)
+        finite = torch.isfinite(want_n)
+        assert float((got_n - want_n)[finite].abs().max() / truth.abs().mean()) < 2e-5, (
+            name, point)
