@@ -27,6 +27,7 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
     x3, w3 = torch.rand(1, 16, 5, 6, 7), torch.randn(8, 16, 3, 3, 3) * 0.1
     xt, wt = torch.rand(2, 16, 6, 9), torch.randn(16, 12, 3, 5) * 0.1
     x8, w8 = torch.rand(2, 8, 7, 9), torch.randn(12, 8, 3, 3) * 0.1
+    xo = torch.rand(2 * 7 * 9 * 16 + 1)[1:].view(2, 7, 9, 16).permute(0, 3, 1, 2)
     d = lambda t: None if t is None else t.double()
     cases = {  # name: (run, float64 reference, the TMA kernel expected)
         "2d": (lambda: conv_nd(x, w, b, 1, 1, 1, 1, False, 0, **k),
@@ -49,6 +50,10 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
                     F.conv2d(d(x), d(w), d(b), 2, 1), False),
         "narrow": (lambda: conv_nd(x8, w8, None, 1, 1, 1, 1, False, 0, **k),
                    F.conv2d(d(x8), d(w8), None, 1, 1), False),
+        # x already channels-last, read as it is, but starting 4 bytes into its storage (TMA
+        # needs 16)
+        "unaligned": (lambda: conv_nd(xo, w, b, 1, 1, 1, 1, False, 0, **k),
+                      F.conv2d(d(xo), d(w), d(b), 1, 1), False),
     }
     k = dict(tf32x3=1, channels_last=1, tma=True)
     res = {}
@@ -96,7 +101,8 @@ def test_stride_one_convolutions_match_float64(checked):
     """2-D with padding and a bias, groups with dilation, 1-D, 3-D, a transposed convolution
     with stride 1 (69's kind: negative box coordinates at the edges) and with stride 2 (four
     phases), one whose empty phases the pointer kernel zeroes: tf32x3-level error; the strided
-    and the 8-channel one (a slice under 16 channels) take the pointer kernel."""
+    one, the 8-channel one (a slice under 16 channels) and an x whose storage starts off TMA's
+    16-byte alignment take the pointer kernel."""
     for name, r in checked["cases"].items():
         assert r["tma"] == r["want_tma"], name
         assert r["err"] < 1e-5, (name, r)  # of the mean output (TF32 alone: ~5e-3)

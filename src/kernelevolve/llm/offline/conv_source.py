@@ -1157,13 +1157,15 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     x channels-last (``xc``, its channel stride 1) read in TMA boxes, the weight split once.
     None (nothing launched) where it does not fit: a stride, a tap's channels not whole
     BLOCK_K slices (a slice would read the next group's), rows of x or of the weight copy not a
-    multiple of 16 bytes (TMA's rule), a phase no tap reaches, a tile of fewer than 16
-    positions, or a GPU before sm_90."""
+    multiple of 16 bytes or x not starting on one (TMA's rules), a phase no tap reaches, a
+    tile of fewer than 16 positions, or a GPU before sm_90."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     block_k = min(BLOCK_K, c_in_g)
+    x_cl = xc.permute(0, 2, 3, 4, 1)  # [N, D, H, W, C], the channels contiguous
     if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
-            or c_in_g % block_k or xc.shape[1] % 4 or k_total == 0 or k_total % 4
+            or c_in_g % block_k or any(s % 4 for s in x_cl.stride()[:-1])
+            or x_cl.data_ptr() % 16 or k_total == 0 or k_total % 4
             or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
         return None
     n_batch, c_out = out.shape[0], out.shape[1]
@@ -1176,7 +1178,7 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     special = torch.zeros(1, dtype=torch.int32, device=xc.device)
     w_hi, w_lo = split_dense(_k_major(w5, taps, groups, transposed, c_out, k_total,
                                       channels_last=True), special)
-    x_desc = TensorDescriptor.from_tensor(xc.permute(0, 2, 3, 4, 1), [1, 1, bh, bw, block_k])
+    x_desc = TensorDescriptor.from_tensor(x_cl, [1, 1, bh, bw, block_k])
     hi_desc = TensorDescriptor.from_tensor(w_hi, [block_n, block_k])
     lo_desc = TensorDescriptor.from_tensor(w_lo, [block_n, block_k])
     rows = n_batch * od
