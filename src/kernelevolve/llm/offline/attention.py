@@ -100,6 +100,14 @@ WORKSPACE_BYTES = 2**30  # the fp32 score workspace of one group of heads
 # kernel at the wide defaults compiles for sm_90 to 193 KB, 3 x (128 x 64 + 64 x 128) x 4 B.
 PIPELINE_STAGES = 3
 
+# The max a row's exponents are taken from, in both modes
+SOFTMAX_BASE = '''@triton.jit
+def softmax_base(m):
+    # m, except 0 while a row's scores are all -inf (a query holding -inf, with positive
+    # keys): its exponents are then exp(-inf) = 0, not exp(-inf - -inf) = NaN, as torch's SDPA
+    # gives such a row weights 0
+    return tl.where(m == -float("inf"), 0.0, m)'''
+
 KERNEL = '''@triton.jit
 def attention_kernel(
     # Pointers: q [BH, L, D], k [BH, S, D] (features contiguous), v [BH, S, DV], out [BH, L, DV]
@@ -145,9 +153,7 @@ def attention_kernel(
                 scores = tl.dot(q, k, scores)
         scores = tl.where(mask_n[None, :], scores * scale, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-        # a row whose scores are all -inf so far (a query holding -inf) takes its exponents
-        # from 0: they are 0, not exp(-inf - -inf) = NaN (torch's SDPA gives the row 0)
-        m_use = tl.where(m_new == -float("inf"), 0.0, m_new)
+        m_use = softmax_base(m_new)
         p = tl.exp(scores - m_use[:, None])
         alpha = tl.exp(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, axis=1)
@@ -205,8 +211,8 @@ def attention_scores_kernel(
         k_ptrs += BLOCK_D
     scores = tl.where(mask_n[None, :], acc * scale, -float("inf"))
     m_t = tl.max(scores, axis=1)
-    # a tile whose scores are all -inf: exponents from 0 (0, not NaN), its sum 0
-    e = tl.exp(scores - tl.where(m_t == -float("inf"), 0.0, m_t)[:, None])
+    # a tile whose scores are all -inf: its exponents 0 and its sum 0
+    e = tl.exp(scores - softmax_base(m_t)[:, None])
     e_ptrs = e_ptr + bh * s_eb + offs_m[:, None].to(tl.int64) * s_el + offs_n[None, :]
     tl.store(e_ptrs, e, mask=mask_m[:, None] & mask_n[None, :])
     stats = bh * s_mb + offs_m.to(tl.int64) * T + pid_n
@@ -241,12 +247,11 @@ def attention_values_kernel(
     for t in range(0, T):
         m_t = tl.load(stats + t, mask=mask_m, other=0.0)
         m_new = tl.maximum(m_i, m_t)
-        # while every score so far is -inf, the exponents are taken from 0 (0, not NaN)
-        m_use = tl.where(m_new == -float("inf"), 0.0, m_new)
+        m_use = softmax_base(m_new)
         l_i = l_i * tl.exp(m_i - m_use) + tl.load(sums + t, mask=mask_m, other=1.0) * tl.exp(
             m_t - m_use)
         m_i = m_new
-    m_i = tl.where(m_i == -float("inf"), 0.0, m_i)
+    m_i = softmax_base(m_i)
     e_ptrs = e_ptr + bh * s_eb + offs_m[:, None].to(tl.int64) * s_el + offs_n[None, :]
     v_ptrs = (v_ptr + bh * s_vb + offs_n[:, None].to(tl.int64) * s_vs
               + offs_v[None, :].to(tl.int64) * s_vd)
@@ -451,7 +456,8 @@ class AttentionTemplate:
             _FLASH_LAUNCH)
         launcher = _LAUNCHER.replace("@OPERANDS@", _OPERANDS_FP32 if fp32 else _OPERANDS_16)
         return module_source(self.problem, self.description(wide), consts,
-                             [SCORES_KERNEL, VALUES_KERNEL] if wide else [KERNEL],
+                             [SOFTMAX_BASE] + ([SCORES_KERNEL, VALUES_KERNEL] if wide
+                                               else [KERNEL]),
                              ([_KMAJOR] if fp32 else []) + [launch, launcher],
                              self.traced.forward_args,
                              [f"return attention({', '.join(self.args)})"])
