@@ -21,16 +21,18 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 
-def record_launches(source: str, inputs: list[torch.Tensor]
+def record_launches(source: str, inputs: list[torch.Tensor], init_inputs: Sequence[Any] = ()
                     ) -> tuple[Any, list[tuple[Any, tuple, dict]]]:
     """``source`` imported as a module, and the (kernel, args, kwargs) of every launch its model
-    makes on ``inputs``, its kernels replaced by recorders meanwhile."""
+    (built from ``init_inputs``, the problem's ``get_init_inputs()``) makes on ``inputs``, its
+    kernels replaced by recorders meanwhile."""
     from triton.runtime.jit import JITFunction
 
     path = Path(tempfile.mkdtemp(prefix="kev_ptxas_")) / "cand.py"
@@ -52,7 +54,7 @@ def record_launches(source: str, inputs: list[torch.Tensor]
     for name, kernel in kernels.items():
         setattr(module, name, Recorder(kernel))
     try:
-        module.ModelNew()(*inputs)
+        module.ModelNew(*init_inputs)(*inputs)
     finally:  # the kernels back, for compiling (a kernel's globals name the others)
         for name, kernel in kernels.items():
             setattr(module, name, kernel)
@@ -72,6 +74,8 @@ def ptxas_info(module: Any, spec: dict[str, Any], arch: int) -> dict[str, Any]:
                            os.devnull], capture_output=True, text=True)
     lines = [ln.strip() for ln in done.stderr.splitlines()
              if "registers" in ln or "spill" in ln or "Performance" in ln]
+    if done.returncode:  # ptxas refused the PTX (a newer PTX version than it reads, say)
+        lines.append(f"ptxas failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return {"kernel": spec["kernel"], "shared_bytes": compiled.metadata.shared,
             "constexprs": {k: v for k, v in spec["constexprs"].items() if k.isupper()},
             "ptxas": lines}
@@ -91,7 +95,9 @@ def main() -> None:
     from kernelevolve.problem import load_problem
     from kernelevolve.tools.harness.gpu_compile import launch_specs
 
-    plan = analyze(load_problem(args.problem))
+    problem = load_problem(args.problem)
+    plan = analyze(problem)
+    init_inputs = problem.instantiate()[2]
     inputs = [torch.rand(*shape) for shape in args.shapes]
     import triton
 
@@ -101,7 +107,7 @@ def main() -> None:
           f"device's own Triton may allocate differently.\n")
     for point in args.points:
         params = {**plan.default_params(), **point}
-        module, launches = record_launches(plan.render(params), inputs)
+        module, launches = record_launches(plan.render(params), inputs, init_inputs)
         specs, skipped = launch_specs(launches)
         print(f"## {json.dumps(point)}\n")
         for spec in specs:

@@ -14,11 +14,13 @@ from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
 from tests.rendered import conv_problem, load_rendered
 
-pytestmark = [
+# The marks of a test that needs an sm_90 GPU (TMA descriptors)
+SM90 = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available()
                        or torch.cuda.get_device_capability()[0] < 9, reason="needs sm_90"),
 ]
+pytestmark = SM90
 
 PROBLEMS = {
     "2d": ("nn.Conv2d(64, 96, 3, padding=1)", (4, 64, 33, 70), "conv2d"),
@@ -51,35 +53,46 @@ class _Spy:
         return self.kernel[grid]
 
 
-@pytest.mark.parametrize("name", list(PROBLEMS))
-def test_tma_gemm_is_tf32x3_exact_and_keeps_infinities(tmp_path, name):
-    conv, shape, fn = PROBLEMS[name]
-    plan = analyze(load_problem(conv_problem(tmp_path / f"p_{name}.py", conv, shape)))
-    assert plan.default_params()["TMA"] == 1
+def inputs(shape):
+    """x ~ U[0, 1) on the GPU, and a copy with an infinity, a NaN and a -infinity in it."""
     torch.manual_seed(0)
     x = torch.rand(*shape, device="cuda")
     xn = x.clone()
     places = [5, x.numel() // 3, x.numel() - 7]
     xn.view(-1)[places] = torch.tensor([float("inf"), float("nan"), float("-inf")],
                                        device="cuda")
+    return x, xn
+
+
+def run_and_check(cand, kernel, x, xn, fn, label):
+    """The candidate's model on x and xn with ``kernel`` (its name) spied on: it launched, its
+    error on x is tf32x3-level against float64, and on xn it has float64's NaN and infinities
+    (cuDNN's fp32 FFT spreads them over its tiles) and that error elsewhere."""
+    launched: list[tuple[int, ...]] = []
+    setattr(cand, kernel, _Spy(getattr(cand, kernel), launched))
+    torch.manual_seed(0)
+    model = cand.ModelNew().cuda()
+    with torch.no_grad():
+        got = model(x)
+        truth = _reference(model.conv, x.double(), fn)
+        err = float((got.double() - truth).abs().max() / truth.abs().mean())
+        assert launched, label  # the kernel ran, no fallback
+        assert err < 2e-5, (label, err)  # one TF32 product: ~5e-3
+        got_n, want_n = model(xn).double(), _reference(model.conv, xn.double(), fn)
+    assert torch.equal(got_n.isnan(), want_n.isnan()), label
+    assert torch.equal(got_n.isinf(), want_n.isinf()), label
+    finite = torch.isfinite(want_n)
+    assert float((got_n - want_n)[finite].abs().max() / truth.abs().mean()) < 2e-5, label
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_tma_gemm_is_tf32x3_exact_and_keeps_infinities(tmp_path, name):
+    conv, shape, fn = PROBLEMS[name]
+    plan = analyze(load_problem(conv_problem(tmp_path / f"p_{name}.py", conv, shape)))
+    assert plan.default_params()["TMA"] == 1
+    x, xn = inputs(shape)
     for k, point in enumerate(POINTS):
         params = {**plan.default_params(), **point}
         assert plan.feasible(params) is None, point
         cand = load_rendered(plan, params, tmp_path / f"cand_{name}_{k}.py")
-        launched: list[tuple[int, ...]] = []
-        cand.conv_gemm_tma_kernel = _Spy(cand.conv_gemm_tma_kernel, launched)
-        torch.manual_seed(0)
-        model = cand.ModelNew().cuda()
-        with torch.no_grad():
-            got = model(x)
-            truth = _reference(model.conv, x.double(), fn)
-            err = float((got.double() - truth).abs().max() / truth.abs().mean())
-            assert launched, (name, point)  # the TMA kernel ran, no fallback
-            assert err < 2e-5, (name, point, err)  # one TF32 product: ~5e-3
-            # float64's NaN and infinities (cuDNN's fp32 FFT spreads them over its tiles)
-            got_n, want_n = model(xn).double(), _reference(model.conv, xn.double(), fn)
-        assert torch.equal(got_n.isnan(), want_n.isnan()), (name, point)
-        assert torch.equal(got_n.isinf(), want_n.isinf()), (name, point)
-        finite = torch.isfinite(want_n)
-        assert float((got_n - want_n)[finite].abs().max() / truth.abs().mean()) < 2e-5, (
-            name, point)
+        run_and_check(cand, "conv_gemm_tma_kernel", x, xn, fn, (name, point))
