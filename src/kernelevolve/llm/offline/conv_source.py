@@ -499,8 +499,9 @@ def conv_wino_kernel(
     # parts (boxes [BLOCK_N, BLOCK_K])
     x_desc, uhi_desc, ulo_desc,
     # Pointers: the weight's K-major copy [C_out, T_DH * R * C_in / groups] (k = tap, then
-    # input channel; the exact path; along w in mirror order with MIRROR); the bias; the output [N, C_out, OD, OH, OW] (any
-    # strides); special [1] int32, set where the weight holds an infinity or NaN
+    # input channel; the exact path; along w in mirror order with MIRROR); the bias; the
+    # output [N, C_out, OD, OH, OW] (any strides); special [1] int32, set where the weight
+    # holds an infinity or NaN
     wk_ptr, b_ptr, out_ptr, special_ptr,
     # Sizes: channels per group; output channels; output extents; taps along h, over (d, h)
     # and along w; tiles (4 columns each) per output row
@@ -1184,10 +1185,7 @@ MAX_FMA_K = ''' + str(MAX_FMA_K) + '''
 # row (KernelBench 69's 260 columns: 9 tiles of 32, not 3 of 128), and its pipeline's stages
 TMA_MAX_BW = 32
 TMA_STAGES = 4
-# The Winograd kernel's finite points (and inf): 8 products give a tile of 4 output columns
-# for up to 5 taps along w
-WINO_POINTS = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5)
-# ... its tile, its own (not the GEMMs'): WINO_BT tiles of 4 columns (at most WINO_MAX_BW
+# The Winograd kernel's tile, its own (not the GEMMs'): WINO_BT tiles of 4 columns (at most WINO_MAX_BW
 # along w where the output has more than one row) x WINO_BN output channels, WINO_BK channels
 # a k step, with 8 warps. A program holds 8 sums and 8 input columns: with these, ptxas (Triton
 # 3.7.1, sm_90; benchmarks/ptxas_report.py on KernelBench 69) gives 241 registers a thread and
@@ -1479,9 +1477,9 @@ def _wino_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     """An fp32 convolution (or transposed phase) with stride 1 and 2-5 adjacent taps along w
     through conv_wino_kernel: Winograd F(4, 5) along w over channels-last x (``xc``, read in
     TMA boxes), the weight's transform made and split once a call (``wino_weight_kernel``);
-    ``chain``: each sum's three TF32 products chained on the tensor cores.
-    None (nothing launched) where it does not fit: a stride, taps along w not adjacent, fewer
-    than 2 or more than 5 of them, and TMA's rules as in ``_tma_launch``."""
+    ``chain``: each sum's three TF32 products chained on the tensor cores. None (nothing
+    launched) where it does not fit: a stride, taps along w not adjacent, fewer than 2 or more
+    than 5 of them, an output of fewer than 16 tiles, and TMA's rules as in ``_tma_launch``."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     r = taps[2][2]
@@ -1494,6 +1492,10 @@ def _wino_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         return None
     n_batch, c_out = out.shape[0], out.shape[1]
     od, oh, ow = out.shape[2:]
+    tiles_w = triton.cdiv(ow, 4)
+    bh, bw = _wino_tile(oh, tiles_w)
+    if not bh:
+        return None
     t_dh = taps[0][2] * taps[1][2]
     # [C_out, T_DH, R, C_in / groups]; a transposed phase's taps along w step backwards: the
     # same sum over them in mirror order steps forwards from the last one's input column
@@ -1505,10 +1507,6 @@ def _wino_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     u_lo = torch.empty_like(u_hi)
     wino_weight_kernel[(triton.cdiv(c_out * c_in_g, 1024), t_dh)](
         wk, u_hi, u_lo, special, c_out * c_in_g, c_in_g, r, MIRROR=mirror, BLOCK=1024)
-    tiles_w = triton.cdiv(ow, 4)
-    bh, bw = _wino_tile(oh, tiles_w)
-    if not bh:
-        return None
     block_n = min(WINO_BN, max(16, triton.next_power_of_2(c_out_g)))
     x_desc = TensorDescriptor.from_tensor(x_cl, [1, 1, bh, 4 * bw, block_k])
     hi_desc = TensorDescriptor.from_tensor(u_hi, [block_n, block_k])
