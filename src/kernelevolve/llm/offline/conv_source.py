@@ -378,6 +378,18 @@ def conv_gemm_tma_kernel(
 
 
 @triton.jit
+def wino_tap(wk_ptr, base, mask, K: tl.constexpr, R, C_IN_G, MIRROR: tl.constexpr):
+    # Tap K of the window along w in float64 (the taps past R: zeros, padding it to 5); with
+    # MIRROR the weight copy holds them in mirror order
+    if MIRROR:
+        tap = R - 1 - K
+    else:
+        tap = K
+    return tl.load(wk_ptr + base + tap * C_IN_G, mask=mask & (base * 0 + K < R),
+                   other=0.0).to(tl.float64)
+
+
+@triton.jit
 def wino_weight_kernel(
     # Pointers: the weight's K-major copy [C_out, T_DH, R, C_in / groups]; U's TF32 high parts
     # and remainders [T_DH, 8, C_out, C_in / groups]; special [1] int32, set where the weight
@@ -398,25 +410,11 @@ def wino_weight_kernel(
     t = tl.program_id(1)
     mask = offs < CO_CI
     base = ((offs // C_IN_G) * tl.num_programs(1) + t) * R * C_IN_G + offs % C_IN_G
-    g0 = tl.zeros((BLOCK,), dtype=tl.float64)
-    g1 = tl.zeros((BLOCK,), dtype=tl.float64)
-    g2 = tl.zeros((BLOCK,), dtype=tl.float64)
-    g3 = tl.zeros((BLOCK,), dtype=tl.float64)
-    g4 = tl.zeros((BLOCK,), dtype=tl.float64)
-    for k in tl.static_range(5):
-        tap = (R - 1 - k) if MIRROR else k
-        g = tl.load(wk_ptr + base + tap * C_IN_G, mask=mask & (offs * 0 + k < R),
-                    other=0.0).to(tl.float64)
-        if k == 0:
-            g0 = g
-        elif k == 1:
-            g1 = g
-        elif k == 2:
-            g2 = g
-        elif k == 3:
-            g3 = g
-        else:
-            g4 = g
+    g0 = wino_tap(wk_ptr, base, mask, 0, R, C_IN_G, MIRROR)
+    g1 = wino_tap(wk_ptr, base, mask, 1, R, C_IN_G, MIRROR)
+    g2 = wino_tap(wk_ptr, base, mask, 2, R, C_IN_G, MIRROR)
+    g3 = wino_tap(wk_ptr, base, mask, 3, R, C_IN_G, MIRROR)
+    g4 = wino_tap(wk_ptr, base, mask, 4, R, C_IN_G, MIRROR)
     even1 = g0 + g2 + g4
     odd1 = g1 + g3
     even2 = g0 + 4.0 * g2 + 16.0 * g4
@@ -1412,6 +1410,20 @@ def _position_tiles(out):
     return n_batch * od * oh, ow, block_w, False
 
 
+def _tma_x(xc, c_in_g, block_k, st):
+    """x channels-last as [N, D, H, W, C] for a TMA descriptor over slices of ``block_k``
+    channels, or None where TMA cannot read it so: not fp32, a stride, a slice under 16
+    channels or a tap's channels not whole slices (a slice would read the next group's), rows
+    not a multiple of 16 bytes or x not starting on one, a GPU before sm_90."""
+    x_cl = xc.permute(0, 2, 3, 4, 1)  # the channels contiguous
+    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
+            or c_in_g % block_k or any(s % 4 for s in x_cl.stride()[:-1])
+            or x_cl.data_ptr() % 16
+            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
+        return None
+    return x_cl
+
+
 def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
                 st, k_total):
     """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
@@ -1423,11 +1435,8 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     block_k = min(BLOCK_K, c_in_g)
-    x_cl = xc.permute(0, 2, 3, 4, 1)  # [N, D, H, W, C], the channels contiguous
-    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
-            or c_in_g % block_k or any(s % 4 for s in x_cl.stride()[:-1])
-            or x_cl.data_ptr() % 16 or k_total == 0 or k_total % 4
-            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
+    x_cl = _tma_x(xc, c_in_g, block_k, st)
+    if x_cl is None or k_total == 0 or k_total % 4:
         return None
     n_batch, c_out = out.shape[0], out.shape[1]
     od, oh, ow = out.shape[2:]
@@ -1479,16 +1488,13 @@ def _wino_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     TMA boxes), the weight's transform made and split once a call (``wino_weight_kernel``);
     ``chain``: each sum's three TF32 products chained on the tensor cores. None (nothing
     launched) where it does not fit: a stride, taps along w not adjacent, fewer than 2 or more
-    than 5 of them, an output of fewer than 16 tiles, and TMA's rules as in ``_tma_launch``."""
+    than 5 of them, an output of fewer than 16 tiles, and TMA's rules (``_tma_x``)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     r = taps[2][2]
     block_k = min(WINO_BK, c_in_g)
-    x_cl = xc.permute(0, 2, 3, 4, 1)  # [N, D, H, W, C], the channels contiguous
-    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or not 2 <= r <= 5
-            or abs(dil[2]) != 1 or block_k < 16 or c_in_g % block_k
-            or any(s % 4 for s in x_cl.stride()[:-1]) or x_cl.data_ptr() % 16
-            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
+    x_cl = _tma_x(xc, c_in_g, block_k, st)
+    if x_cl is None or not 2 <= r <= 5 or abs(dil[2]) != 1:
         return None
     n_batch, c_out = out.shape[0], out.shape[1]
     od, oh, ow = out.shape[2:]
