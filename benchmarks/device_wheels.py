@@ -111,6 +111,18 @@ def needed(wheels: list[Path], top: list[str]) -> list[Path]:
     return sorted(by_name[n] for n in seen)
 
 
+def place(whl: Path, out: Path) -> list[str]:
+    """Move ``whl`` into ``out``, first removing the wheels there of the same distribution at
+    another version (an older run's): two versions of one package in the carried folder make
+    the machine's ``pip install .whl/*.whl`` refuse them all. The removed names."""
+    stale = [old for old in out.glob("*.whl")
+             if wheel_name(old) == wheel_name(whl) and old.name != whl.name]
+    for old in stale:
+        old.unlink()
+    whl.replace(out / whl.name)
+    return [old.name for old in stale]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / ".whl")
@@ -122,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         download(reqs, Path(tmp))
         for whl in needed(sorted(Path(tmp).glob("*.whl")), reqs):
             print(f"{whl.stat().st_size / 2**20:7.2f} MiB  {whl.name}")
-            whl.replace(args.out / whl.name)
+            for name in place(whl, args.out):
+                print(f"           (replaces {name})")
     total = sum(p.stat().st_size for p in args.out.glob("*.whl"))
     print(f"requirements: {' '.join(reqs)}")
     print(f"{args.out}: {total / 2**20:.1f} MiB in all")

@@ -135,29 +135,6 @@ pointer kernel): 1.15-1.40x faster on 56, 57, 62, 63, 65 and 80, 0.99-1.07x on 1
 judge: 57 1.82x -> 2.92x of eager, 62 2.30x -> 3.13x, 80 2.25x -> 3.17x, 65 1.05x -> 1.55x,
 69 0.53x -> 0.56x.
 
-Winograd (``WINO``, a choice of the search, off by default: not yet measured on a GPU): where a
-launch has stride 1, 2-5 adjacent taps along w (a transposed convolution's phases too, their
-taps mirrored), whole 16-channel slices a group and tf32x3 products, on sm_90 (or the
-interpreter), ``conv_wino_kernel`` computes F(4, 5) along w: a tile of 4 output columns from 8
-input columns through 8 products a (d, h) tap and channel, where the implicit GEMM spends 4 x 5
-(3 taps padded with zero taps: 8 against 12). The points are 0, +-1, +-2, +-1/2 and inf (B^T,
-G and A^T derived by Toom-Cook; its B^T is that of F(6, 3)). A program's BH x BW tiles are two
-TMA boxes of x 4 columns apart, split in registers into the 8 columns; the 8 transformed
-columns V_p meet the weight's transform U_p (``wino_weight_kernel``: G g in float64, split
-into TF32 parts) in three TF32 products each, each k step's added to its sum in fp32 (``WINO =
-2`` chains them into the sum on the tensor cores instead: no wait for each step's sum, but the
-TMA GEMM's whole-K chains had 25x tf32x3's error), and A^T turns the 8 sums into the 4 output
-columns. In fp32 the transforms' scaling (up to 5.25 and 8) keeps the error near
-tf32x3's: on a 69-shaped convolution in the interpreter 3.3e-6 of the mean output at most,
-against the TMA GEMM's 2.2e-6 and a tolerance of 1e-4 of it. An infinity or
-NaN (0 * inf in the transforms would spread NaN over a tile) or a sum past fp32's range makes
-the program sum its columns again directly on the FMA units. For KernelBench 69 (64 -> 128
-channels, 3 x 5, transposed, stride 1: 0.56x of cuDNN's FFT through the TMA GEMM) it does 2.5x
-fewer tensor-core products. Its tile is its own (64 tiles x 32 output channels, 16 channels a
-k step, 8 warps): the 8 sums and 8 columns a program holds fit a thread's 255 registers there
-without spills (ptxas, sm_90: 241 with Triton 3.7.1, 247 with the H200's 3.6.0), where 64
-channels, 32-channel k steps or 4 warps spilled.
-
 The channels-last copy is one Triton pass (``channels_last_kernel``: a tile read along the
 positions, written along the channels), split or not: torch's permuted copy took 7.7 ms of
 KernelBench 76's 17.7 on an H200, this one 4.5.
@@ -245,12 +222,6 @@ TF32X3_SPACE = {"TF32X3": (1, 0, 2)}
 # The channels-last implicit GEMM with tf32x3 products and stride 1 through TMA (1: x tiles as
 # boxes of a descriptor, the weight split once, each k step's three TF32 products added in fp32)
 TMA_SPACE = {"TMA": (0, 1)}
-# An fp32 channels-last implicit GEMM with stride 1 and 2-5 adjacent taps along w as Winograd
-# F(4, 5) along w (1: conv_wino_kernel, 8 products a tile of 4 columns where the GEMM does 5 a
-# column; 2: the same with each sum's three TF32 products chained on the tensor cores, whose
-# truncating adds cost accuracy), or not (0). Not measured on a GPU yet: off by default, a
-# choice of the search
-WINO_SPACE = {"WINO": (0, 1, 2)}
 # The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
 # 2 the same with k running along whole window rows (a row's taps along w, their channels
 # adjacent), 0 x as it is through the window table (k = channel, then tap)
@@ -398,7 +369,7 @@ def conv_constants(params: Mapping[str, int], tf32x3: bool, implicit: bool) -> d
         consts["TF32X3"] = params["TF32X3"]
     if implicit:
         consts["CHANNELS_LAST"] = params["CHANNELS_LAST"]
-    for key in ("FMA", "PHASE_MAJOR", "IM2COL", "OUT_ROWS", "TMA", "WINO"):
+    for key in ("FMA", "PHASE_MAJOR", "IM2COL", "OUT_ROWS", "TMA"):
         if key in params:
             consts[key] = params[key]
     consts["SUB_M"] = params.get("SUB_M", 0)
@@ -479,18 +450,6 @@ def empty_phases(kernel: Sequence[int], stride: Sequence[int], padding: Sequence
                for r in range(int(s)))
 
 
-def wino_fits(k_w: int, stride: Sequence[int], dil_w: int, transposed: bool) -> bool:
-    """Whether a launch of this convolution can take the Winograd kernel: stride 1 (a standard
-    one's; a transposed one's phases have it) and 2-5 adjacent taps along w (a transposed
-    one's phases step by stride / gcd(stride, dilation) taps, adjacent in x where the dilation
-    divides the stride)."""
-    k_w, dil_w, s_w = int(k_w), int(dil_w), int(stride[-1])
-    if not transposed:
-        return all(int(v) == 1 for v in stride) and dil_w == 1 and 2 <= k_w <= 5
-    step = s_w // math.gcd(s_w, dil_w)
-    return s_w % dil_w == 0 and 2 <= -(-k_w // step) <= 5
-
-
 def out_rows_tile(stride_w: int) -> dict[str, int]:
     """OUT_ROWS's default tile for a stride along w of ``stride_w``: OUT_ROWS_GROUPS groups of
     its next power of two columns (64-128 in all) x 32 channels, a warp per 32 x 32 outputs."""
@@ -559,7 +518,6 @@ class _Conv:
     rows: bool  # transposed, its whole window's reduction at most MAX_FMA_K (OUT_ROWS)
     empty: bool  # transposed, some stride phase reached by no tap
     stride_w: int
-    wino: bool  # a channels-last implicit GEMM some launch of which Winograd can take
 
 
 @dataclass
@@ -585,8 +543,7 @@ class ConvTemplate:
                     + (["phase_major=PHASE_MAJOR"] if "PHASE_MAJOR" in params else [])
                     + (["im2col=IM2COL"] if "IM2COL" in params else [])
                     + (["out_rows=OUT_ROWS"] if "OUT_ROWS" in params else [])
-                    + (["tma=TMA"] if "TMA" in params else [])
-                    + (["wino=WINO"] if "WINO" in params else []))
+                    + (["tma=TMA"] if "TMA" in params else []))
             call = f"conv_nd({src}, {', '.join(args)})"
             if k == len(self.convs) - 1:
                 body.append(f"return {call}")
@@ -621,9 +578,7 @@ def _conv_of(traced: Traced, node: torch.fx.Node) -> tuple[_Conv, torch.fx.Node 
     phased = bool(transposed) and int(stride[-1]) > 1
     rows = bool(transposed) and c_in_g * math.prod(int(k) for k in w_shape[2:]) <= MAX_FMA_K
     empty = bool(transposed) and empty_phases(w_shape[2:], stride, padding, dilation)
-    more = (rows, empty, int(stride[-1]),
-            shape.kind == "gemm" and shape.layout == 1
-            and wino_fits(w_shape[-1], stride, dilation[-1], transposed))
+    more = (rows, empty, int(stride[-1]))
     module, m = fxgraph.module_of(traced, w_expr, _CONV_MODULES)
     if module is not None:
         if getattr(m, "padding_mode", "zeros") != "zeros":
@@ -699,9 +654,6 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
                                    for c in chain):
         space.update(TMA_SPACE)
         defaults["TMA"] = 1
-    if tf32x3 and implicit and any(c.wino for c in chain):
-        space.update(WINO_SPACE)
-        defaults["WINO"] = 0
     if any(c.phased for c in chain):
         space.update(PHASE_MAJOR_SPACE)
         defaults["PHASE_MAJOR"] = 0

@@ -1,7 +1,7 @@
 """The source the convolution template emits (``conv.py`` plans it and says why it is shaped
-so): the Triton kernels (the window table, the implicit GEMMs, the Winograd kernel, the FMA
-kernel, the pointwise GEMM, the direct depthwise kernel and the phase interleaving pass) and the
-launcher that picks one per convolution and phase."""
+so): the Triton kernels (the window table, the implicit GEMMs, the FMA kernel, the pointwise
+GEMM, the direct depthwise kernel and the phase interleaving pass) and the launcher that picks
+one per convolution and phase."""
 
 from .tf32 import SPLIT_DENSE_KERNEL, SPLIT_DENSE_LAUNCHER
 
@@ -375,260 +375,6 @@ def conv_gemm_tma_kernel(
     mask_m = (oh < OH) & (ow < OW)
     o_row = (n.to(tl.int64) * s_on + od.to(tl.int64) * s_od + oh.to(tl.int64) * s_oh
              + ow.to(tl.int64) * s_ow){_EPILOGUE}
-
-
-@triton.jit
-def wino_tap(wk_ptr, base, mask, K: tl.constexpr, R, C_IN_G, MIRROR: tl.constexpr):
-    # Tap K of the window along w in float64 (the taps past R: zeros, padding it to 5); with
-    # MIRROR the weight copy holds them in mirror order
-    if MIRROR:
-        tap = R - 1 - K
-    else:
-        tap = K
-    return tl.load(wk_ptr + base + tap * C_IN_G, mask=mask & (base * 0 + K < R),
-                   other=0.0).to(tl.float64)
-
-
-@triton.jit
-def wino_weight_kernel(
-    # Pointers: the weight's K-major copy [C_out, T_DH, R, C_in / groups]; U's TF32 high parts
-    # and remainders [T_DH, 8, C_out, C_in / groups]; special [1] int32, set where the weight
-    # holds an infinity or NaN
-    wk_ptr, hi_ptr, lo_ptr, special_ptr,
-    # Sizes: output channels x channels per group (a tap's weights), channels per group, taps
-    # along w (2-5)
-    CO_CI, C_IN_G, R,
-    # Meta-parameters: the taps along w in mirror order (a transposed phase's); elements a
-    # program
-    MIRROR: tl.constexpr, BLOCK: tl.constexpr,
-):
-    # U = G g of F(4, 5) for each (tap over (d, h), output channel, input channel): for the
-    # finite point a, sum_k a^k g_k over the product of (a - b) for the other points b, in
-    # float64; for inf the last of the 5 taps (a window of fewer is padded with zero taps);
-    # then split into TF32 parts
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    t = tl.program_id(1)
-    mask = offs < CO_CI
-    base = ((offs // C_IN_G) * tl.num_programs(1) + t) * R * C_IN_G + offs % C_IN_G
-    g0 = wino_tap(wk_ptr, base, mask, 0, R, C_IN_G, MIRROR)
-    g1 = wino_tap(wk_ptr, base, mask, 1, R, C_IN_G, MIRROR)
-    g2 = wino_tap(wk_ptr, base, mask, 2, R, C_IN_G, MIRROR)
-    g3 = wino_tap(wk_ptr, base, mask, 3, R, C_IN_G, MIRROR)
-    g4 = wino_tap(wk_ptr, base, mask, 4, R, C_IN_G, MIRROR)
-    even1 = g0 + g2 + g4
-    odd1 = g1 + g3
-    even2 = g0 + 4.0 * g2 + 16.0 * g4
-    odd2 = 2.0 * g1 + 8.0 * g3
-    even3 = g0 + 0.25 * g2 + 0.0625 * g4
-    odd3 = 0.5 * g1 + 0.125 * g3
-    out = t.to(tl.int64) * 8 * CO_CI + offs
-    for p in tl.static_range(8):
-        if p == 0:
-            u = -g0
-        elif p == 1:
-            u = (even1 + odd1) * (-2.0 / 9.0)
-        elif p == 2:
-            u = (even1 - odd1) * (-2.0 / 9.0)
-        elif p == 3:
-            u = (even2 + odd2) * (1.0 / 90.0)
-        elif p == 4:
-            u = (even2 - odd2) * (1.0 / 90.0)
-        elif p == 5:
-            u = (even3 + odd3) * (32.0 / 45.0)
-        elif p == 6:
-            u = (even3 - odd3) * (32.0 / 45.0)
-        else:
-            u = g4
-        hi, lo = tf32_parts(u.to(tl.float32), special_ptr)
-        tl.store(hi_ptr + out + p * CO_CI, hi, mask=mask)
-        tl.store(lo_ptr + out + p * CO_CI, lo, mask=mask)
-
-
-@triton.jit
-def wino_cols(x_desc, n, i_d, i_h, i_w, c, BH: tl.constexpr, BW: tl.constexpr,
-              BLOCK_K: tl.constexpr):
-    # The x box of BH input rows x 4 * BW columns from i_w (a box past an edge reads zeros:
-    # the padding), as the four columns 4 t + j of each of the BH * BW tiles t: j = 0..3
-    box = x_desc.load([n, i_d, i_h, i_w, c]).reshape(BH * BW, 4, BLOCK_K)
-    even, odd = box.permute(0, 2, 1).reshape(BH * BW, BLOCK_K, 2, 2).split()
-    c0, c2 = even.split()
-    c1, c3 = odd.split()
-    return c0, c1, c2, c3
-
-
-@triton.jit
-def wino_dot(v, u_hi_desc, u_lo_desc, u_row, c, acc, CHAIN: tl.constexpr):
-    # acc + v @ U_p in three TF32 products (U split once, v's high part its bits cut in
-    # registers): summed from zero and added in fp32 (tf32x3's error), or with CHAIN summed
-    # into acc on the tensor cores, whose adds truncate (no wait for each step's sum)
-    u_hi = u_hi_desc.load([u_row, c]).T
-    v_hi = (v.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
-    if CHAIN:
-        part = acc
-    else:
-        part = tl.zeros(acc.shape, dtype=tl.float32)
-    part = tl.dot(v - v_hi, u_hi, part, input_precision="tf32")
-    part = tl.dot(v_hi, u_lo_desc.load([u_row, c]).T, part, input_precision="tf32")
-    part = tl.dot(v_hi, u_hi, part, input_precision="tf32")
-    if CHAIN:
-        return part
-    return acc + part
-
-
-@triton.jit
-def wino_out(m0, s1, t1, s2, t2, s3, t3, m7, I: tl.constexpr):
-    # Column I of a tile from the products at the points (0, +-1, +-2, +-1/2, inf):
-    # sum_p a_p^I M_p, the pairs at +-a as their sums (s, even I) or differences (t, odd I)
-    if I % 2 == 0:
-        y = s1 + s2 * (2.0 ** I) + s3 * (0.5 ** I)
-    else:
-        y = t1 + t2 * (2.0 ** I) + t3 * (0.5 ** I)
-    if I == 0:
-        y += m0
-    if I == 3:
-        y += m7
-    return y
-
-
-@triton.jit
-def conv_wino_kernel(
-    # Descriptors: x channels-last [N, D, H, W, C] (boxes [1, 1, BH, 4 * BW, BLOCK_K]); the
-    # weight's Winograd transform U [T_DH * 8 * C_out, C_in / groups] split once into TF32
-    # parts (boxes [BLOCK_N, BLOCK_K])
-    x_desc, uhi_desc, ulo_desc,
-    # Pointers: the weight's K-major copy [C_out, T_DH * R * C_in / groups] (k = tap, then
-    # input channel; the exact path; along w in mirror order with MIRROR); the bias; the
-    # output [N, C_out, OD, OH, OW] (any strides); special [1] int32, set where the weight
-    # holds an infinity or NaN
-    wk_ptr, b_ptr, out_ptr, special_ptr,
-    # Sizes: channels per group; output channels; output extents; taps along h, over (d, h)
-    # and along w; tiles (4 columns each) per output row
-    C_IN_G, C_OUT_G, C_OUT, OD, OH, OW, NT_H, T_DH, R, TILES_W,
-    # Strides of the output and of the bias
-    s_on, s_oc, s_od, s_oh, s_ow, s_b,
-    # Per dim: input position of tap t of output o is o + off + t * dil (stride 1; along w
-    # the taps are adjacent)
-    off_d, off_h, off_w, dil_d, dil_h,
-    # Meta-parameters: bias; the weight copy's taps along w in mirror order (a transposed
-    # phase's: U has them forwards); a program's BH output rows x BW tiles, BLOCK_N output
-    # channels of one group; BLOCK_K channels a k step; each sum's products chained on the
-    # tensor cores (wino_dot)
-    HAS_BIAS: tl.constexpr, MIRROR: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, CHAIN: tl.constexpr,
-):
-    # Winograd F(4, 5) along w: a tile's 4 output columns from 8 input columns through 8
-    # products a tap over (d, h) and channel, where the implicit GEMM spends 4 x 5 (a window
-    # of fewer taps along w is padded with zeros to 5). Per k step the 8 columns d_j
-    # [BT, BLOCK_K] (two TMA boxes 4 columns apart) go to V = B^T d, the transform of the
-    # points 0, +-1, +-2, +-1/2 and inf, and each V_p meets its slice of the transformed
-    # weight U_p = G g in a GEMM summing into M_p [BT, BLOCK_N]; after the loop the output
-    # columns are y = A^T M. The transforms scale values by up to 5.25 and 8, so the sums
-    # keep near tf32x3's error in fp32. An infinity or NaN in x (0 * inf in the transforms)
-    # or the weight (the flag), or a sum past fp32's range, makes the program sum again
-    # directly on the FMA units, which keep torch's values.
-    BT: tl.constexpr = BH * BW{_GROUP_TILE}
-    co = g * C_OUT_G + offs_n
-    blocks_w = tl.cdiv(TILES_W, BW)
-    blocks_h = tl.cdiv(OH, BH)
-    ow0 = (pid_m % blocks_w) * (4 * BW)
-    t = pid_m // blocks_w
-    oh0 = (t % blocks_h) * BH
-    row = t // blocks_h
-    od = row % OD
-    n = row // OD
-    c_base = g * C_IN_G
-    slices = C_IN_G // BLOCK_K
-    special = tl.load(special_ptr)
-    m0 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m1 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m2 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m3 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m4 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m5 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m6 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    m7 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-    if special == 0:
-        for k in range(0, T_DH * slices):
-            tap = k // slices
-            cu = (k % slices) * BLOCK_K  # the slice's first channel in the group
-            i_d = od + off_d + (tap // NT_H) * dil_d
-            i_h = oh0 + off_h + (tap % NT_H) * dil_h
-            d0, d1, d2, d3 = wino_cols(x_desc, n, i_d, i_h, ow0 + off_w, c_base + cu, BH, BW,
-                                       BLOCK_K)
-            d4, d5, d6, d7 = wino_cols(x_desc, n, i_d, i_h, ow0 + off_w + 4, c_base + cu, BH,
-                                       BW, BLOCK_K)
-            u_row = tap * 8 * C_OUT + g * C_OUT_G + n0
-            # V = B^T d, the pairs at +-a sharing their even and odd parts
-            m0 = wino_dot(d6 - d0 + 5.25 * (d2 - d4), uhi_desc, ulo_desc, u_row, cu, m0, CHAIN)
-            m7 = wino_dot(d7 - d1 + 5.25 * (d3 - d5), uhi_desc, ulo_desc, u_row + 7 * C_OUT, cu,
-                          m7, CHAIN)
-            e = d2 + d6 - 4.25 * d4
-            o = d1 + d5 - 4.25 * d3
-            m1 = wino_dot(e + o, uhi_desc, ulo_desc, u_row + C_OUT, cu, m1, CHAIN)
-            m2 = wino_dot(e - o, uhi_desc, ulo_desc, u_row + 2 * C_OUT, cu, m2, CHAIN)
-            e = 0.25 * d2 + d6 - 1.25 * d4
-            o = 0.5 * d1 - 2.5 * d3 + 2.0 * d5
-            m3 = wino_dot(e + o, uhi_desc, ulo_desc, u_row + 3 * C_OUT, cu, m3, CHAIN)
-            m4 = wino_dot(e - o, uhi_desc, ulo_desc, u_row + 4 * C_OUT, cu, m4, CHAIN)
-            e = 4.0 * d2 + d6 - 5.0 * d4
-            o = 2.0 * d1 - 2.5 * d3 + 0.5 * d5
-            m5 = wino_dot(e + o, uhi_desc, ulo_desc, u_row + 5 * C_OUT, cu, m5, CHAIN)
-            m6 = wino_dot(e - o, uhi_desc, ulo_desc, u_row + 6 * C_OUT, cu, m6, CHAIN)
-    s1 = m1 + m2
-    t1 = m1 - m2
-    s2 = m3 + m4
-    t2 = m3 - m4
-    s3 = m5 + m6
-    t3 = m5 - m6
-    # an infinity or NaN anywhere in the program's outputs (or the weight's flag): directly
-    bad = special
-    for i in tl.static_range(4):
-        y = wino_out(m0, s1, t1, s2, t2, s3, t3, m7, i)
-        bad = bad | tl.max(((y - y) != 0).to(tl.int32), axis=None)
-    offs_t = tl.arange(0, BT)
-    oh = oh0 + offs_t // BW
-    ow_t = ow0 + (offs_t % BW) * 4  # each tile's first column
-    o_row = (n.to(tl.int64) * s_on + od.to(tl.int64) * s_od + oh.to(tl.int64) * s_oh)
-    if bad == 0:
-        for i in tl.static_range(4):
-            acc = wino_out(m0, s1, t1, s2, t2, s3, t3, m7, i)
-            ow = ow_t + i
-            mask_m = (oh < OH) & (ow < OW){_epilogue(row="(o_row + ow.to(tl.int64) * s_ow)", indent="        ")}
-    else:
-        # the direct sums of the 4 columns: every tap and channel on the FMA units
-        a0 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-        a1 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-        a2 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-        a3 = tl.zeros((BT, BLOCK_N), dtype=tl.float32)
-        k_len = T_DH * R * C_IN_G
-        offs_c = tl.arange(0, BLOCK_K)
-        for k in range(0, T_DH * R * slices):
-            tap = k // slices
-            cc = (k % slices) * BLOCK_K + offs_c
-            i_d = od + off_d + (tap // R // NT_H) * dil_d
-            i_h = oh0 + off_h + (tap // R % NT_H) * dil_h
-            kw = tap % R
-            if MIRROR:
-                kw = R - 1 - kw
-            x0, x1, x2, x3 = wino_cols(x_desc, n, i_d, i_h, ow0 + off_w + kw,
-                                       c_base + (k % slices) * BLOCK_K, BH, BW, BLOCK_K)
-            w = tl.load(wk_ptr + co[None, :].to(tl.int64) * k_len + (tap * C_IN_G + cc)[:, None],
-                        mask=mask_n[None, :], other=0.0).to(tl.float32)
-            a0 = tl.dot(x0, w, a0, input_precision="ieee")
-            a1 = tl.dot(x1, w, a1, input_precision="ieee")
-            a2 = tl.dot(x2, w, a2, input_precision="ieee")
-            a3 = tl.dot(x3, w, a3, input_precision="ieee")
-        for i in tl.static_range(4):
-            if i == 0:
-                acc = a0
-            elif i == 1:
-                acc = a1
-            elif i == 2:
-                acc = a2
-            else:
-                acc = a3
-            ow = ow_t + i
-            mask_m = (oh < OH) & (ow < OW){_epilogue(row="(o_row + ow.to(tl.int64) * s_ow)", indent="        ")}
 
 
 @triton.jit
@@ -1183,17 +929,6 @@ MAX_FMA_K = ''' + str(MAX_FMA_K) + '''
 # row (KernelBench 69's 260 columns: 9 tiles of 32, not 3 of 128), and its pipeline's stages
 TMA_MAX_BW = 32
 TMA_STAGES = 4
-# The Winograd kernel's tile, its own (not the GEMMs'): WINO_BT tiles of 4 columns (at most WINO_MAX_BW
-# along w where the output has more than one row) x WINO_BN output channels, WINO_BK channels
-# a k step, with 8 warps. A program holds 8 sums and 8 input columns: with these, ptxas (Triton
-# 3.7.1, sm_90; benchmarks/ptxas_report.py on KernelBench 69) gives 241 registers a thread and
-# no spills; 64 channels or 32 a k step spilled, and so did 4 warps at every tile
-WINO_BT = 64
-WINO_BN = 32
-WINO_BK = 16
-WINO_WARPS = 8
-WINO_MAX_BW = 16
-WINO_STAGES = 2
 # The most memory the im2col matrix may take (its parts with split once); a larger one takes the
 # implicit GEMM (or the FMA kernel) instead
 IM2COL_MAX_BYTES = 8 << 30
@@ -1464,74 +1199,8 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     return out
 
 
-def _wino_tile(oh, tiles_w):
-    """The Winograd kernel's (BH rows, BW tiles) of WINO_BT tiles (fewer where the output is
-    smaller), at most WINO_MAX_BW along w where there is more than one row: of those with at
-    least 16 tiles, the split that leaves the fewest of a program's tiles past the output's
-    edges (KernelBench 69's 130 rows of 65 tiles: 8 x 8, 86% of them used, where 4 x 16 uses
-    80%), the wider on a tie; (0, 0) where none has 16."""
-    best = (0.0, 0, 0)
-    bw = min(WINO_BT, triton.next_power_of_2(tiles_w), WINO_MAX_BW if oh > 1 else WINO_BT)
-    while bw >= 1:
-        bh = min(WINO_BT // bw, triton.next_power_of_2(oh))
-        used = (tiles_w * oh) / (triton.cdiv(tiles_w, bw) * bw * triton.cdiv(oh, bh) * bh)
-        if bh * bw >= 16 and used > best[0]:  # 16: a product's rows
-            best = (used, bh, bw)
-        bw //= 2
-    return best[1], best[2]
-
-
-def _wino_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil, st,
-                 k_total, chain):
-    """An fp32 convolution (or transposed phase) with stride 1 and 2-5 adjacent taps along w
-    through conv_wino_kernel: Winograd F(4, 5) along w over channels-last x (``xc``, read in
-    TMA boxes), the weight's transform made and split once a call (``wino_weight_kernel``);
-    ``chain``: each sum's three TF32 products chained on the tensor cores. None (nothing
-    launched) where it does not fit: a stride, taps along w not adjacent, fewer than 2 or more
-    than 5 of them, an output of fewer than 16 tiles, and TMA's rules (``_tma_x``)."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    r = taps[2][2]
-    block_k = min(WINO_BK, c_in_g)
-    x_cl = _tma_x(xc, c_in_g, block_k, st)
-    if x_cl is None or not 2 <= r <= 5 or abs(dil[2]) != 1:
-        return None
-    n_batch, c_out = out.shape[0], out.shape[1]
-    od, oh, ow = out.shape[2:]
-    tiles_w = triton.cdiv(ow, 4)
-    bh, bw = _wino_tile(oh, tiles_w)
-    if not bh:
-        return None
-    t_dh = taps[0][2] * taps[1][2]
-    # [C_out, T_DH, R, C_in / groups]; a transposed phase's taps along w step backwards: the
-    # same sum over them in mirror order steps forwards from the last one's input column
-    wk = _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=True)
-    mirror = dil[2] < 0
-    off_w = off[2] - (r - 1) if mirror else off[2]
-    special = torch.zeros(1, dtype=torch.int32, device=xc.device)
-    u_hi = torch.empty((t_dh * 8 * c_out, c_in_g), dtype=torch.float32, device=xc.device)
-    u_lo = torch.empty_like(u_hi)
-    wino_weight_kernel[(triton.cdiv(c_out * c_in_g, 1024), t_dh)](
-        wk, u_hi, u_lo, special, c_out * c_in_g, c_in_g, r, MIRROR=mirror, BLOCK=1024)
-    block_n = min(WINO_BN, max(16, triton.next_power_of_2(c_out_g)))
-    x_desc = TensorDescriptor.from_tensor(x_cl, [1, 1, bh, 4 * bw, block_k])
-    hi_desc = TensorDescriptor.from_tensor(u_hi, [block_n, block_k])
-    lo_desc = TensorDescriptor.from_tensor(u_lo, [block_n, block_k])
-    grid = (n_batch * od * triton.cdiv(oh, bh) * triton.cdiv(tiles_w, bw),
-            groups * triton.cdiv(c_out_g, block_n))
-    has_bias = bias is not None
-    conv_wino_kernel[grid](
-        x_desc, hi_desc, lo_desc, wk, bias if has_bias else wk, out, special, c_in_g, c_out_g,
-        c_out, od, oh, ow, taps[1][2], t_dh, r, tiles_w, *out.stride(),
-        bias.stride(0) if has_bias else 0, off[0], off[1], off_w, dil[0], dil[1],
-        HAS_BIAS=has_bias, MIRROR=mirror, BH=bh, BW=bw, BLOCK_N=block_n, BLOCK_K=block_k,
-        CHAIN=bool(chain), num_warps=WINO_WARPS, num_stages=WINO_STAGES)
-    return out
-
-
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
-                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False, im2col=False, tma=False,
-                 wino=False):
+                 pad, s_wi, nd, tf32x3, xs, run_w=False, fma=False, im2col=False, tma=False):
     """One convolution (or one phase of a transposed one) writing ``out`` [N, C_out, OD, OH,
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
     GEMM for a 1x1 one, else an implicit GEMM over ``xs`` (a _GemmInput): channels-last, or
@@ -1543,10 +1212,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     instead (``conv_fma_kernel``). ``im2col``: a standard convolution with one group writes its
     im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``).
     ``tma``: with tf32x3 products, a channels-last implicit GEMM with stride 1 reads x through
-    TMA (``_tma_launch``), where it fits. ``wino``: with tf32x3 products, a channels-last
-    implicit GEMM with stride 1 and 2-5 adjacent taps along w runs as Winograd F(4, 5) along w
-    (``_wino_launch``; 2: each sum's products chained on the tensor cores), where it fits;
-    ahead of TMA."""
+    TMA (``_tma_launch``), where it fits."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -1583,10 +1249,6 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     if xs.channels_last:
         xc, xc_lo = xs.get()
         off, dil = _tap_lines(taps, offsets, pad)
-        if (wino and tf32x3 == 1 and not run_w
-                and _wino_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
-                                 off, dil, st, k_total, int(wino) == 2) is not None):
-            return
         if (tma and tf32x3 == 1 and not run_w
                 and _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
                                 off, dil, st, k_total) is not None):
@@ -1639,7 +1301,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding,
             tf32x3=False, channels_last=False, fma=False, phase_major=False, im2col=False,
-            out_rows=False, tma=False, wino=False):
+            out_rows=False, tma=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
     the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
@@ -1656,10 +1318,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     units in output order, a program a run of one output row's columns; ``tma``: with tf32x3
     products (1) and a channels-last x (1), an implicit GEMM with stride 1 (a transposed
     convolution's phases, a standard one without a stride) reads x through TMA and the weight
-    split once (``conv_gemm_tma_kernel``), where it fits; ``wino``: a channels-last implicit
-    GEMM with stride 1 and 2-5 adjacent taps along w (a phase's, for a transposed one) and
-    tf32x3 products (1) runs as Winograd F(4, 5) along w (``conv_wino_kernel``; 2: each sum's
-    products chained on the tensor cores), ahead of TMA, where it fits."""
+    split once (``conv_gemm_tma_kernel``), where it fits."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")
@@ -1702,7 +1361,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     if not transposed:
         _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, False,
                      [(0, 1, k) for k in ks], [(0, d, 1) for d in dil], st, pad, s_wi, nd,
-                     tf32x3, xs, run_w, fma, im2col, tma, wino)
+                     tf32x3, xs, run_w, fma, im2col, tma)
         return out.reshape(n_batch, c_out, *sizes_out[3 - nd:])
     # in output order (conv_rows_fma_kernel), where asked and the reduction is short
     if out_rows and 0 < c_in_g * ks[0] * ks[1] * ks[2] <= MAX_FMA_K:
@@ -1737,7 +1396,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
         taps = found[(pd, ph, pw)]
         _conv_launch(x5, w5, bias, view, c_in_g, c_out_g, groups, True, [f[0] for f in taps],
                      [f[1] for f in taps], [1, 1, 1], [0, 0, 0], s_wi, nd, tf32x3, xs, run_w,
-                     fma, tma=tma, wino=wino)
+                     fma, tma=tma)
     if major:
         rows = n_batch * c_out * sizes_out[0] * sizes_out[1]
         block_w = min(256, triton.next_power_of_2(sizes_out[2]))
