@@ -128,10 +128,8 @@ TF32 parts; x's high part is its bits cut in registers (an exact TF32 value, the
 exact too); each k step's three TF32 products are summed on the tensor cores from zero and added
 to the result in fp32 (summed across the whole K on the tensor cores, their truncating adds gave
 25x tf32x3's error: ``offline_variants_h200/conv_bf16x3.md``). An infinity or NaN in x makes
-its remainder NaN, so a program whose sum holds a NaN (or whose weight split set the flag)
-stores nothing and flags itself, and a second launch sums the flagged programs again on the FMA
-units (in the one kernel those sums' registers were every program's: 255 a thread and 1.9 KB
-spilled at KernelBench 69's tile, against 184 and none now; ptxas, sm_90). Measured on an H200 (``conv_tma.md``, at the default tile, against the
+its remainder NaN, so a program whose sum holds a NaN (or whose weight split set the flag) sums
+again on the FMA units. Measured on an H200 (``conv_tma.md``, at the default tile, against the
 pointer kernel): 1.15-1.40x faster on 56, 57, 62, 63, 65 and 80, 0.99-1.07x on 10 more; 67
 (1-D) 0.89x there and 1.11x at 128 positions with 8 warps, left to the search. Through the
 judge: 57 1.82x -> 2.92x of eager, 62 2.30x -> 3.13x, 80 2.25x -> 3.17x, 65 1.05x -> 1.55x,

@@ -312,9 +312,8 @@ def conv_gemm_tma_kernel(
     # in k = (tap, input channel) order (boxes [BLOCK_N, BLOCK_K])
     x_desc, whi_desc, wlo_desc,
     # Pointers: the bias, the output [N, C_out, OD, OH, OW] (a transposed convolution's phase
-    # is a strided view), the weight split's flag (set where it holds an infinity or NaN), a
-    # flag per program (set by the first pass where its sum holds a NaN)
-    b_ptr, out_ptr, special_ptr, redo_ptr,
+    # is a strided view), the weight split's flag (set where it holds an infinity or NaN)
+    b_ptr, out_ptr, special_ptr,
     # Sizes: output rows N * OD; channels per group; output extents; taps per dim (h, w); k
     # steps (taps x BLOCK_K slices of a tap's channels)
     ROWS, C_IN_G, C_OUT_G, OD, OH, OW, NT_H, NT_W, K_STEPS,
@@ -323,10 +322,9 @@ def conv_gemm_tma_kernel(
     # Per dim: input position of tap t of output o is o + off + t * dil (stride 1)
     off_d, off_h, off_w, dil_d, dil_h, dil_w,
     # Meta-parameters: bias; a program's BH output rows x BW columns, BLOCK_N output channels
-    # of one group; BLOCK_K channels a k step; the pass (0: tf32x3, 1: the flagged programs'
-    # direct sums)
+    # of one group; BLOCK_K channels a k step
     HAS_BIAS: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, REDO: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     # Implicit GEMM with stride 1 (every transposed convolution's phase, standard ones
     # without a stride) whose x tiles come through TMA: a tap's tile of BH x BW positions is a
@@ -337,10 +335,7 @@ def conv_gemm_tma_kernel(
     # (lo*hi + hi*lo + hi*hi) summed on the tensor cores from zero and added to the result in
     # fp32, so no long chain of the tensor cores' truncating adds builds up (tf32x3's error).
     # An infinity or NaN in x makes its remainder NaN: a program whose sum holds a NaN, or
-    # whose weight holds an infinity or NaN (the flag), stores nothing and flags itself; a
-    # second launch (REDO) sums the flagged programs again on the FMA units. In one kernel
-    # the FMA sums' registers made every program's: 255 and 1.9 KB spilled (ptxas, sm_90,
-    # KernelBench 69's tile), against 182 and none in two.
+    # whose weight holds an infinity or NaN (the flag), sums again on the FMA units.
     BLOCK_M: tl.constexpr = BH * BW{_GROUP_TILE}
     tiles_w = tl.cdiv(OW, BW)
     tiles_h = tl.cdiv(OH, BH)
@@ -353,39 +348,31 @@ def conv_gemm_tma_kernel(
     slices = C_IN_G // BLOCK_K
     w_row = g * C_OUT_G + n0
     c_base = g * C_IN_G
-    program = pid_n * tl.num_programs(0) + pid_m
+    special = tl.load(special_ptr)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if REDO:
-        write = tl.load(redo_ptr + program) != 0
-        if write:
-            # an infinity or NaN: x times the weight's parts' sum (the weight to 2^-22) on the
-            # FMA units, which keep torch's infinities and NaN
-            for k in range(0, K_STEPS):
-                x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d,
-                               off_h, off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
-                w = (whi_desc.load([w_row, k * BLOCK_K]).T
-                     + wlo_desc.load([w_row, k * BLOCK_K]).T)
-                acc = tl.dot(x, w, acc, input_precision="ieee")
-    else:
-        special = tl.load(special_ptr)
-        if special == 0:
-            for k in range(0, K_STEPS):
-                x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d,
-                               off_h, off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
-                w_hi = whi_desc.load([w_row, k * BLOCK_K]).T
-                w_lo = wlo_desc.load([w_row, k * BLOCK_K]).T
-                x_hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
-                part = tl.dot(x - x_hi, w_hi, input_precision="tf32")
-                part = tl.dot(x_hi, w_lo, part, input_precision="tf32")
-                acc += tl.dot(x_hi, w_hi, part, input_precision="tf32")
-        write = (special == 0) & (tl.max((acc != acc).to(tl.int32), axis=None) == 0)
-        if not write:
-            tl.store(redo_ptr + program, 1)
+    if special == 0:
+        for k in range(0, K_STEPS):
+            x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
+                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+            w_hi = whi_desc.load([w_row, k * BLOCK_K]).T
+            w_lo = wlo_desc.load([w_row, k * BLOCK_K]).T
+            x_hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+            part = tl.dot(x - x_hi, w_hi, input_precision="tf32")
+            part = tl.dot(x_hi, w_lo, part, input_precision="tf32")
+            acc += tl.dot(x_hi, w_hi, part, input_precision="tf32")
+    if (special != 0) | (tl.max((acc != acc).to(tl.int32), axis=None) > 0):
+        # an infinity or NaN: x times the weight's parts' sum (the weight to 2^-22) on the FMA
+        # units, which keep torch's infinities and NaN
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K_STEPS):
+            x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
+                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+            w = whi_desc.load([w_row, k * BLOCK_K]).T + wlo_desc.load([w_row, k * BLOCK_K]).T
+            acc = tl.dot(x, w, acc, input_precision="ieee")
     offs_m = tl.arange(0, BLOCK_M)
     oh = oh0 + offs_m // BW
     ow = ow0 + offs_m % BW
-    # (a scalar & a mask: Triton 3.9's interpreter refuses the store's mask)
-    mask_m = tl.where(write, (oh < OH) & (ow < OW), False)
+    mask_m = (oh < OH) & (ow < OW)
     o_row = (n.to(tl.int64) * s_on + od.to(tl.int64) * s_od + oh.to(tl.int64) * s_oh
              + ow.to(tl.int64) * s_ow){_EPILOGUE}
 
@@ -1203,17 +1190,12 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     grid = (rows * triton.cdiv(oh, bh) * triton.cdiv(ow, bw),
             groups * triton.cdiv(c_out_g, block_n))
     has_bias = bias is not None
-    redo = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=xc.device)
-    # the tf32x3 pass, then the direct sums of the programs it flagged (the others return;
-    # one stage, so its shared memory lets many of them share an SM)
-    for again in (False, True):
-        conv_gemm_tma_kernel[grid](
-            x_desc, hi_desc, lo_desc, bias if has_bias else w_hi, out, special, redo, rows,
-            c_in_g, c_out_g, od, oh, ow, taps[1][2], taps[2][2],
-            taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
-            bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
-            BLOCK_N=block_n, BLOCK_K=block_k, REDO=again, num_warps=NUM_WARPS,
-            num_stages=1 if again else TMA_STAGES)
+    conv_gemm_tma_kernel[grid](
+        x_desc, hi_desc, lo_desc, bias if has_bias else w_hi, out, special, rows, c_in_g,
+        c_out_g, od, oh, ow, taps[1][2], taps[2][2],
+        taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
+        bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=NUM_WARPS, num_stages=TMA_STAGES)
     return out
 
 
