@@ -133,7 +133,10 @@ again on the FMA units. Measured on an H200 (``conv_tma.md``, at the default til
 pointer kernel): 1.15-1.40x faster on 56, 57, 62, 63, 65 and 80, 0.99-1.07x on 10 more; 67
 (1-D) 0.89x there and 1.11x at 128 positions with 8 warps, left to the search. Through the
 judge: 57 1.82x -> 2.92x of eager, 62 2.30x -> 3.13x, 80 2.25x -> 3.17x, 65 1.05x -> 1.55x,
-69 0.53x -> 0.56x.
+69 0.53x -> 0.56x. Its pipeline takes as many stages as fit 144 KB of shared memory (up to 4):
+three for the 64 x 128 tile, where four (156 KB) ran 69 1.32x slower (judged: 69 0.56x ->
+0.76x, 56 3.16x -> 4.19x), four for the 64 x 64 one, where three ran 77 1.7x slower
+(``conv_tma_stages.md``).
 
 The channels-last copy is one Triton pass (``channels_last_kernel``: a tile read along the
 positions, written along the channels), split or not: torch's permuted copy took 7.7 ms of

@@ -926,9 +926,14 @@ MAX_DIRECT_TAPS = 128
 # The FMA kernel takes reductions up to this long; a longer one takes the GEMM
 MAX_FMA_K = ''' + str(MAX_FMA_K) + '''
 # The TMA implicit GEMM's tile: at most this many columns where the output has more than one
-# row (KernelBench 69's 260 columns: 9 tiles of 32, not 3 of 128), and its pipeline's stages
+# row (KernelBench 69's 260 columns: 9 tiles of 32, not 3 of 128)
 TMA_MAX_BW = 32
+# ... and its pipeline: up to TMA_STAGES stages, as many as fit TMA_STAGE_BYTES of shared
+# memory (at least 2). On an H200 (offline_variants_h200/conv_tma_stages.md) four stages of
+# the 64 x 128 tile (156 KB) ran KernelBench 69 in 8.6 ms, three in 6.5; the 64 x 64 tile's
+# four (96 KB) ran 77 in 1.2 ms, three in 2.1.
 TMA_STAGES = 4
+TMA_STAGE_BYTES = 144 << 10
 # The most memory the im2col matrix may take (its parts with split once); a larger one takes the
 # implicit GEMM (or the FMA kernel) instead
 IM2COL_MAX_BYTES = 8 << 30
@@ -1195,8 +1200,16 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
         c_out_g, od, oh, ow, taps[1][2], taps[2][2],
         taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
         bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=NUM_WARPS, num_stages=TMA_STAGES)
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=NUM_WARPS,
+        num_stages=_tma_stages(bh * bw, block_n, block_k))
     return out
+
+
+def _tma_stages(block_m, block_n, block_k):
+    """The TMA GEMM's pipeline stages: TMA_STAGES, fewer where they would take more than
+    TMA_STAGE_BYTES of shared memory (an x box and the weight's two parts a stage), at least 2."""
+    stage = 4 * block_k * (block_m + 2 * block_n)
+    return max(2, min(TMA_STAGES, TMA_STAGE_BYTES // stage))
 
 
 def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, offsets, st,
