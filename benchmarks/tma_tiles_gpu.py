@@ -1,7 +1,8 @@
 """The TMA implicit GEMM's (``conv_gemm_tma_kernel``) tiles and pipeline stages at KernelBench's
 own sizes: each point's time and error (the harness's comparison, float64 as truth) over the
-plan's default, where ``TMA_STAGES`` (the kernel source's constant) is set in the rendered
-candidate's text.
+plan's default. A point's stage count is set in the rendered candidate's text: ``TMA_STAGES``
+to it and ``TMA_STAGE_BYTES`` (the shared-memory budget ``_tma_stages`` fits the stages to) out
+of the way, so the launch takes exactly that many.
 
 Why: ncu on KernelBench 69 (batch 8) found the default tile (64 x 128, 4 warps, 4 stages; 156
 KB of shared memory a program) at one program of 4 warps an SM, 6.25% occupancy, the tensor
@@ -66,9 +67,11 @@ def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...]) -> di
             if plan.feasible(params) is not None:
                 raise ValueError(plan.feasible(params))
             src = plan.render(params)
-            assert "TMA_STAGES = 4\n" in src
-            mod = _import(src.replace("TMA_STAGES = 4\n", f"TMA_STAGES = {st}\n"),
-                          f"{path.stem.split('_')[0]}_{bm}_{bn}_{bk}_{warps}_{st}")
+            for const in ("TMA_STAGES = 4\n", "TMA_STAGE_BYTES = 144 << 10\n"):
+                assert const in src, const
+            src = src.replace("TMA_STAGES = 4\n", f"TMA_STAGES = {st}\n").replace(
+                "TMA_STAGE_BYTES = 144 << 10\n", "TMA_STAGE_BYTES = 1 << 30\n")
+            mod = _import(src, f"{path.stem.split('_')[0]}_{bm}_{bn}_{bk}_{warps}_{st}")
             init = call_factory(module, "get_init_inputs", path)
             cand = mod.ModelNew(*init).cuda().eval()
             cand.load_state_dict(model.state_dict())

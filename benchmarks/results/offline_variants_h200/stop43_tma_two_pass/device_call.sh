@@ -1,4 +1,5 @@
 # On a lent H200, from the repository root with .whl and .carry/kernelbench carried:
+# (The patch applies to 70b2b59: check out that commit first.)
 #     bash benchmarks/results/offline_variants_h200/stop43_tma_two_pass/device_call.sh
 # Applies two_pass.patch to the machine's copy of the tree, times the TMA GEMM's tiles and
 # stages on 69 and 57 (tma_tiles_gpu.py), sets TMA_STAGES to the stage count with the least

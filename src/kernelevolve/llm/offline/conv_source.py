@@ -1150,20 +1150,6 @@ def _position_tiles(out):
     return n_batch * od * oh, ow, block_w, False
 
 
-def _tma_x(xc, c_in_g, block_k, st):
-    """x channels-last as [N, D, H, W, C] for a TMA descriptor over slices of ``block_k``
-    channels, or None where TMA cannot read it so: not fp32, a stride, a slice under 16
-    channels or a tap's channels not whole slices (a slice would read the next group's), rows
-    not a multiple of 16 bytes or x not starting on one, a GPU before sm_90."""
-    x_cl = xc.permute(0, 2, 3, 4, 1)  # the channels contiguous
-    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
-            or c_in_g % block_k or any(s % 4 for s in x_cl.stride()[:-1])
-            or x_cl.data_ptr() % 16
-            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
-        return None
-    return x_cl
-
-
 def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
                 st, k_total):
     """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
@@ -1175,8 +1161,11 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     block_k = min(BLOCK_K, c_in_g)
-    x_cl = _tma_x(xc, c_in_g, block_k, st)
-    if x_cl is None or k_total == 0 or k_total % 4:
+    x_cl = xc.permute(0, 2, 3, 4, 1)  # [N, D, H, W, C], the channels contiguous
+    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
+            or c_in_g % block_k or any(s % 4 for s in x_cl.stride()[:-1])
+            or x_cl.data_ptr() % 16 or k_total == 0 or k_total % 4
+            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
         return None
     n_batch, c_out = out.shape[0], out.shape[1]
     od, oh, ow = out.shape[2:]
