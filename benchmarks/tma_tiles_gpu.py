@@ -11,6 +11,10 @@ warps to fill the wait.
 
     python benchmarks/tma_tiles_gpu.py .carry/kernelbench/level1 --only 69_ 57_ --out /tmp/t
 
+``--tma 1 2`` times each point with both of the kernel's products: three TF32 ones (``TMA =
+1``) and fp16x3 (``TMA = 2``, whose k step is twice BLOCK_K where that divides a tap's channels
+and takes at most 64).
+
 Writes OUT/tiles.json and OUT/tiles.md as each problem finishes. Imports only torch, triton,
 numpy, the standard library and kernelevolve.
 """
@@ -36,7 +40,8 @@ TILES = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
 STAGES = (2, 3, 4)
 
 
-def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...]) -> dict[str, Any]:
+def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...],
+        products: tuple[int, ...] = (1,)) -> dict[str, Any]:
     from triton.testing import do_bench
 
     from kernelevolve.llm.offline.analyze import analyze
@@ -60,8 +65,9 @@ def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...]) -> di
     if base.get("TMA") != 1:
         row["skipped"] = f"the default does not take the TMA GEMM: {base}"
         return row
-    for (bm, bn, bk, warps), st in itertools.product(tiles, stages):
-        params = {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps}
+    for (bm, bn, bk, warps), st, tma in itertools.product(tiles, stages, products):
+        params = {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps,
+                  "TMA": tma}
         rec: dict[str, Any] = {"params": params, "stages": st}
         try:
             if plan.feasible(params) is not None:
@@ -71,7 +77,7 @@ def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...]) -> di
                 assert const in src, const
             src = src.replace("TMA_STAGES = 4\n", f"TMA_STAGES = {st}\n").replace(
                 "TMA_STAGE_BYTES = 144 << 10\n", "TMA_STAGE_BYTES = 1 << 30\n")
-            mod = _import(src, f"{path.stem.split('_')[0]}_{bm}_{bn}_{bk}_{warps}_{st}")
+            mod = _import(src, f"{path.stem.split('_')[0]}_{bm}_{bn}_{bk}_{warps}_{st}_{tma}")
             init = call_factory(module, "get_init_inputs", path)
             cand = mod.ModelNew(*init).cuda().eval()
             cand.load_state_dict(model.state_dict())
@@ -84,7 +90,8 @@ def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...]) -> di
                 rec["vs_eager"] = row["eager_ms"] / rec["ms"]
         except Exception as exc:
             rec["ok"], rec["why"] = False, f"{type(exc).__name__}: {exc}"[:300]
-        print(f"  {path.stem[:40]} {bm}x{bn}x{bk} w{warps} s{st} -> {rec.get('ms', '-')} ms "
+        print(f"  {path.stem[:40]} {bm}x{bn}x{bk} w{warps} s{st} TMA={tma} -> "
+              f"{rec.get('ms', '-')} ms "
               f"ok={rec['ok']} {rec.get('why') or ''}", flush=True)
         row["points"].append(rec)
     inputs.clear()
@@ -97,16 +104,17 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              f"`{meta['command']}`; torch {meta['torch']}, Triton {meta['triton']}, "
              f"{meta['date']}. do_bench medians (L2 flushed); the error check is the harness's "
              "`compare_outputs` against float64.", "",
-             "| problem | eager ms | BLOCK_M x N x K, warps | stages | ms | vs eager | ok | "
-             "max rel err |", "|---|---|---|---|---|---|---|---|"]
+             "| problem | eager ms | BLOCK_M x N x K, warps | products | stages | ms | vs eager "
+             "| ok | max rel err |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['problem']} | {r['eager_ms']:.3f} | {r['skipped']} |||||| ")
+            lines.append(f"| {r['problem']} | {r['eager_ms']:.3f} | {r['skipped']} ||||||| ")
         for p in r["points"]:
             t = p["params"]
             lines.append(
                 f"| {r['problem']} | {r['eager_ms']:.3f} | {t['BLOCK_M']} x {t['BLOCK_N']} x "
-                f"{t['BLOCK_K']}, {t['num_warps']} | {p['stages']} | {p.get('ms', float('nan')):.3f}"
+                f"{t['BLOCK_K']}, {t['num_warps']} | {'fp16x3' if t.get('TMA') == 2 else 'TF32'} "
+                f"| {p['stages']} | {p.get('ms', float('nan')):.3f}"
                 f" | {p.get('vs_eager', float('nan')):.2f}x | {'yes' if p['ok'] else 'no'} | "
                 f"{p.get('max_rel') if p['ok'] else p['why']} |")
     return "\n".join(lines) + "\n"
@@ -119,6 +127,8 @@ def main() -> None:
     ap.add_argument("--tiles", type=json.loads, default=TILES,
                     help="a JSON list of [BLOCK_M, BLOCK_N, BLOCK_K, num_warps]")
     ap.add_argument("--stages", type=int, nargs="*", default=list(STAGES))
+    ap.add_argument("--tma", type=int, nargs="*", default=[1], choices=(1, 2),
+                    help="the kernel's products: 1 three TF32, 2 fp16x3")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -129,7 +139,7 @@ def main() -> None:
     for path in select_files(args.problems, args.only):
         t0 = time.monotonic()
         try:
-            row = one(path, [tuple(t) for t in args.tiles], tuple(args.stages))
+            row = one(path, [tuple(t) for t in args.tiles], tuple(args.stages), tuple(args.tma))
         except Exception as exc:
             row = {"problem": path.stem, "eager_ms": float("nan"), "points": [],
                    "skipped": f"bench error {type(exc).__name__}: {exc}"[:300]}

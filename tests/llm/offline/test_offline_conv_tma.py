@@ -9,6 +9,7 @@ plan's parameter, and the judge on a default candidate."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -30,6 +31,7 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
     x8, w8 = torch.rand(2, 8, 7, 9), torch.randn(12, 8, 3, 3) * 0.1
     xo = torch.rand(2 * 7 * 9 * 16 + 1)[1:].view(2, 7, 9, 16).permute(0, 3, 1, 2)
     d = lambda t: None if t is None else t.double()
+    k = dict(tf32x3=1, channels_last=1, tma=int(os.environ["TMA"]))
     cases = {  # name: (run, float64 reference, the TMA kernel expected)
         "2d": (lambda: conv_nd(x, w, b, 1, 1, 1, 1, False, 0, **k),
                F.conv2d(d(x), d(w), d(b), 1, 1), True),
@@ -52,11 +54,10 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
         "narrow": (lambda: conv_nd(x8, w8, None, 1, 1, 1, 1, False, 0, **k),
                    F.conv2d(d(x8), d(w8), None, 1, 1), False),
         # x already channels-last, read as it is, but starting 4 bytes into its storage (TMA
-        # needs 16)
+        # needs 16); fp16x3 reads its parts, new memory
         "unaligned": (lambda: conv_nd(xo, w, b, 1, 1, 1, 1, False, 0, **k),
-                      F.conv2d(d(xo), d(w), d(b), 1, 1), False),
+                      F.conv2d(d(xo), d(w), d(b), 1, 1), k["tma"] == 2),
     }
-    k = dict(tf32x3=1, channels_last=1, tma=True)
     res = {}
     for name, (run, want, _) in cases.items():
         launched.clear()
@@ -86,14 +87,29 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
             "err": float((got - want).nan_to_num(0.0, 0.0, 0.0).abs().max()),
             "nonfinite": int((~torch.isfinite(want)).sum()),
             "tma": "conv_gemm_tma_kernel" in launched}
-    print(json.dumps({"cases": res, "off": off, "nonfinite": nonfinite}))
+    # magnitudes far from 1 (fp16x3's parts are scaled by powers of two): huge, tiny, fp32's
+    # subnormals, 2^-20 .. 2^20 in one tensor, zeros
+    wide = torch.randn(x.shape) * torch.exp2(torch.randint(-20, 21, x.shape).float())
+    scales = {}
+    for name, (xx, ww) in {"huge": (x * 1e30, w), "tiny": (x * 1e-30, w * 1e-6),
+                           "subnormal_x": (x * 1e-40, w), "wide": (wide, w),
+                           "zero_x": (x * 0, w), "huge_w": (x, w * 1e25)}.items():
+        launched.clear()
+        got = conv_nd(xx, ww, b * 0, 1, 1, 1, 1, False, 0, **k)
+        want = F.conv2d(d(xx), d(ww), None, 1, 1)
+        scale = want.abs().mean() if want.abs().max() > 0 else 1.0
+        own = F.conv2d(xx, ww, None, 1, 1).double()  # torch's fp32 error, for scale
+        scales[name] = {"err": float((got.double() - want).abs().max() / scale),
+                        "torch_err": float((own - want).abs().max() / scale),
+                        "tma": "conv_gemm_tma_kernel" in launched}
+    print(json.dumps({"cases": res, "off": off, "nonfinite": nonfinite, "scales": scales}))
 ''')
 
 
-@pytest.fixture(scope="module")
-def checked():
+@pytest.fixture(scope="module", params=[1, 2], ids=["tf32", "fp16x3"])
+def checked(request):
     done = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env={**os.environ, "TMA": str(request.param)})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -107,6 +123,16 @@ def test_stride_one_convolutions_match_float64(checked):
     for name, r in checked["cases"].items():
         assert r["tma"] == r["want_tma"], name
         assert r["err"] < 1e-5, (name, r)  # of the mean output (TF32 alone: ~5e-3)
+
+
+def test_magnitudes_far_from_one(checked):
+    """fp16x3 scales each operand's parts by a power of two from its largest finite magnitude:
+    x times 1e30 or 1e-30, a weight times 1e25, x in fp32's subnormals (whose own fp32 products
+    lose bits: there within 2x torch's fp32 error), magnitudes 2^-20 .. 2^20 in one x, and a
+    zero x all keep fp32-level error; so does the TF32 kernel."""
+    for name, r in checked["scales"].items():
+        assert r["tma"], name
+        assert r["err"] < max(1e-5, 2 * r["torch_err"]), (name, r)
 
 
 def test_off_or_other_products_take_the_pointer_kernel(checked):
@@ -123,7 +149,7 @@ def test_infinities_and_nan_give_torchs(checked):
 
 def test_the_plan_tunes_tma_for_fp32_channels_last_gemms(tmp_path):
     fp32 = analyze(_problem(tmp_path, "tma32", _conv(32, "float32")))
-    assert fp32.space["TMA"] == (0, 1) and fp32.default_params()["TMA"] == 1
+    assert fp32.space["TMA"] == (0, 1, 2) and fp32.default_params()["TMA"] == 1
     assert fp32.default_params()["CHANNELS_LAST"] == 1
     source = fp32.render(fp32.default_params())
     assert "tma=TMA" in source and "TMA = 1" in source
@@ -142,17 +168,22 @@ def test_pipeline_stages_fit_the_shared_memory_budget(tmp_path):
     assert stages(64, 64, 32) == 4  # 24 KB
     assert stages(128, 128, 32) == 3  # 48 KB
     assert stages(64, 128, 64) == 2  # 80 KB: fewer than 2 would not pipeline
+    # fp16x3: x's box and the weight's two parts in fp16 (at twice the k of TF32's)
+    assert stages(64, 128, 64, True) == 3  # 48 KB
+    assert stages(64, 64, 64, True) == 4  # 32 KB
 
 
 @pytest.mark.slow
-def test_the_default_is_verified_by_the_judge(tmp_path, small_pool):
-    """A 32-channel padded convolution's default (TMA) through the judge: correct at the
-    traced sizes, on other shapes and values, and with NaN and infinities."""
+@pytest.mark.parametrize("tma", [1, 2])
+def test_the_default_is_verified_by_the_judge(tmp_path, small_pool, tma):
+    """A 32-channel padded convolution's default (TMA, TF32 products) and its fp16x3 point
+    through the judge: correct at the traced sizes, on other shapes and values, and with NaN
+    and infinities."""
     problem = _problem(tmp_path, "tma_judge", _conv(32, "float32", kernel=3, padding=1,
                                                     size=(6, 7)))
     plan = analyze(problem)
-    params = {**plan.default_params(), "BLOCK_M": 32, "BLOCK_N": 16}
-    assert params["TMA"] == 1
+    assert plan.default_params()["TMA"] == 1
+    params = {**plan.default_params(), "BLOCK_M": 32, "BLOCK_N": 16, "TMA": tma}
     result = small_pool.evaluate(problem, plan.render(params))
     assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
     names = {c.name for c in result.checks if c.passed}

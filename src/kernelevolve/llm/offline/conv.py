@@ -138,6 +138,17 @@ three for the 64 x 128 tile, where four (156 KB) ran 69 1.32x slower (judged: 69
 0.76x, 56 3.16x -> 4.19x), four for the 64 x 64 one, where three ran 77 1.7x slower
 (``conv_tma_stages.md``).
 
+fp16x3 (``TMA = 2``, offered to the search, not the default: no GPU has timed it yet): the same
+kernel with both operands split once into fp16 parts, x's made once per convolution beside its
+channels-last copy. Each is first scaled by the power of two that takes its largest finite
+magnitude into [2^14, 2^15) (``absmax_kernel``, one pass), so the parts neither overflow fp16 nor
+fall into its subnormals above 2^-39 of that magnitude; p0 is the nearest fp16 and p1 the
+remainder's, x * 2^e = p0 + p1 to 2^-22. A k step's three fp16 products (p1*q0 + p0*q1 + p0*q0)
+keep tf32x3's error at twice TF32's tensor-core rate, with half the weight tiles' shared memory;
+the scales come off in the epilogue. An infinity or NaN in either operand sets the flag and every
+program sums the parts on the FMA units (an infinity's p1 is 0). Not yet timed on a GPU; the
+three products cost 1.5 TF32 products' tensor-core time.
+
 The channels-last copy is one Triton pass (``channels_last_kernel``: a tile read along the
 positions, written along the channels), split or not: torch's permuted copy took 7.7 ms of
 KernelBench 76's 17.7 on an H200, this one 4.5.
@@ -223,8 +234,9 @@ DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 5
 # 2 the same of operands split once before the implicit GEMMs (tf32.py), 0 ieee FMA
 TF32X3_SPACE = {"TF32X3": (1, 0, 2)}
 # The channels-last implicit GEMM with tf32x3 products and stride 1 through TMA (1: x tiles as
-# boxes of a descriptor, the weight split once, each k step's three TF32 products added in fp32)
-TMA_SPACE = {"TMA": (0, 1)}
+# boxes of a descriptor, the weight split once, each k step's three TF32 products added in fp32;
+# 2: the same with fp16x3 products of x and the weight split once into scaled fp16 parts)
+TMA_SPACE = {"TMA": (0, 1, 2)}
 # The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
 # 2 the same with k running along whole window rows (a row's taps along w, their channels
 # adjacent), 0 x as it is through the window table (k = channel, then tap)

@@ -308,12 +308,15 @@ def conv_tma_x(
 @triton.jit
 def conv_gemm_tma_kernel(
     # Descriptors: x channels-last [N, D, H, W, C] (boxes [1, 1, BH, BW, BLOCK_K]: a box past
-    # an edge reads zeros, the padding); the weight's TF32 high part and remainder, [C_out, K]
-    # in k = (tap, input channel) order (boxes [BLOCK_N, BLOCK_K])
-    x_desc, whi_desc, wlo_desc,
+    # an edge reads zeros, the padding), with FP16 its two fp16 parts (x, xlo); the weight's
+    # TF32 high part and remainder (with FP16 its fp16 parts), [C_out, K] in k = (tap, input
+    # channel) order (boxes [BLOCK_N, BLOCK_K])
+    x_desc, xlo_desc, whi_desc, wlo_desc,
     # Pointers: the bias, the output [N, C_out, OD, OH, OW] (a transposed convolution's phase
-    # is a strided view), the weight split's flag (set where it holds an infinity or NaN)
-    b_ptr, out_ptr, special_ptr,
+    # is a strided view), the splits' flag (set where the weight, with FP16 x or the weight,
+    # holds an infinity or NaN); with FP16 the bits of x's and the weight's largest finite
+    # magnitudes (their scales)
+    b_ptr, out_ptr, special_ptr, xbits_ptr, wbits_ptr,
     # Sizes: output rows N * OD; channels per group; output extents; taps per dim (h, w); k
     # steps (taps x BLOCK_K slices of a tap's channels)
     ROWS, C_IN_G, C_OUT_G, OD, OH, OW, NT_H, NT_W, K_STEPS,
@@ -322,9 +325,9 @@ def conv_gemm_tma_kernel(
     # Per dim: input position of tap t of output o is o + off + t * dil (stride 1)
     off_d, off_h, off_w, dil_d, dil_h, dil_w,
     # Meta-parameters: bias; a program's BH output rows x BW columns, BLOCK_N output channels
-    # of one group; BLOCK_K channels a k step
+    # of one group; BLOCK_K channels a k step; fp16x3 products of parts split once (FP16)
     HAS_BIAS: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
+    BLOCK_K: tl.constexpr, FP16: tl.constexpr,
 ):
     # Implicit GEMM with stride 1 (every transposed convolution's phase, standard ones
     # without a stride) whose x tiles come through TMA: a tap's tile of BH x BW positions is a
@@ -336,6 +339,10 @@ def conv_gemm_tma_kernel(
     # fp32, so no long chain of the tensor cores' truncating adds builds up (tf32x3's error).
     # An infinity or NaN in x makes its remainder NaN: a program whose sum holds a NaN, or
     # whose weight holds an infinity or NaN (the flag), sums again on the FMA units.
+    # FP16 (fp16x3): x and the weight, each times a power of two, split once into two fp16
+    # parts (tf32.py's fp16_parts), both read through TMA; a k step's three fp16 products
+    # (xlo*w + x*wlo + x*w, twice TF32's rate) summed as above, the scales undone at the end.
+    # An infinity or NaN in either sets the flag: the parts' sums on the FMA units.
     BLOCK_M: tl.constexpr = BH * BW{_GROUP_TILE}
     tiles_w = tl.cdiv(OW, BW)
     tiles_h = tl.cdiv(OH, BH)
@@ -356,19 +363,33 @@ def conv_gemm_tma_kernel(
                            off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
             w_hi = whi_desc.load([w_row, k * BLOCK_K]).T
             w_lo = wlo_desc.load([w_row, k * BLOCK_K]).T
-            x_hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
-            part = tl.dot(x - x_hi, w_hi, input_precision="tf32")
-            part = tl.dot(x_hi, w_lo, part, input_precision="tf32")
-            acc += tl.dot(x_hi, w_hi, part, input_precision="tf32")
+            if FP16:
+                x_lo = conv_tma_x(xlo_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W,
+                                  off_d, off_h, off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+                part = tl.dot(x_lo, w_hi)
+                part = tl.dot(x, w_lo, part)
+                acc += tl.dot(x, w_hi, part)
+            else:
+                x_hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+                part = tl.dot(x - x_hi, w_hi, input_precision="tf32")
+                part = tl.dot(x_hi, w_lo, part, input_precision="tf32")
+                acc += tl.dot(x_hi, w_hi, part, input_precision="tf32")
     if (special != 0) | (tl.max((acc != acc).to(tl.int32), axis=None) > 0):
-        # an infinity or NaN: x times the weight's parts' sum (the weight to 2^-22) on the FMA
-        # units, which keep torch's infinities and NaN
+        # an infinity or NaN: x (with FP16 its parts' sum) times the weight's parts' sum (each
+        # to 2^-22) on the FMA units, which keep torch's infinities and NaN
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, K_STEPS):
             x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
-                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
-            w = whi_desc.load([w_row, k * BLOCK_K]).T + wlo_desc.load([w_row, k * BLOCK_K]).T
+                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K).to(tl.float32)
+            if FP16:
+                x += conv_tma_x(xlo_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d,
+                                off_h, off_w, dil_d, dil_h, dil_w, BLOCK_M,
+                                BLOCK_K).to(tl.float32)
+            w = (whi_desc.load([w_row, k * BLOCK_K]).T.to(tl.float32)
+                 + wlo_desc.load([w_row, k * BLOCK_K]).T.to(tl.float32))
             acc = tl.dot(x, w, acc, input_precision="ieee")
+    if FP16:
+        acc = fp16_unscale(acc, xbits_ptr, wbits_ptr)
     offs_m = tl.arange(0, BLOCK_M)
     oh = oh0 + offs_m // BW
     ow = ow0 + offs_m % BW
@@ -875,23 +896,40 @@ class _GemmInput:
     """The x one convolution's implicit GEMMs read (every phase of a transposed one), made
     once: x as it is, or channels-last (``channels_last``: a copy, or x where it already is);
     with split once (``split``) as its TF32 high part and remainder, beside ``special``, the
-    flag the split passes set where x or a weight holds an infinity or NaN."""
+    flag the split passes set where x or a weight holds an infinity or NaN. The TMA GEMM's
+    fp16 parts (``fp16_parts``) are made once too, where a launch asks for them."""
 
     def __init__(self, x5, channels_last, split):
         self.x5, self.channels_last, self.split = x5, channels_last, split
-        self.special = (torch.zeros(1, dtype=torch.int32, device=x5.device) if split
-                        else None)
-        self._made = None
+        self.special = self._flag() if split else None
+        self._made = self._fp16 = None
+
+    def _flag(self):
+        return torch.zeros(1, dtype=torch.int32, device=self.x5.device)
+
+    def _parts(self, bits=None):
+        if self.channels_last and not self.x5.permute(0, 2, 3, 4, 1).is_contiguous():
+            return channels_last_parts(self.x5, self.special, self.split, bits)
+        # x as it is, or already channels-last
+        if self.split or bits is not None:
+            return split_dense(self.x5, self.special, bits)
+        return self.x5, self.x5
 
     def get(self):
         """(x, x_lo): the high part and remainder with split once, else x twice."""
         if self._made is None:
-            if self.channels_last and not self.x5.permute(0, 2, 3, 4, 1).is_contiguous():
-                self._made = channels_last_parts(self.x5, self.special, self.split)
-            else:  # x as it is, or already channels-last
-                self._made = (split_dense(self.x5, self.special) if self.split
-                              else (self.x5, self.x5))
+            self._made = self._parts()
         return self._made
+
+    def fp16_parts(self):
+        """(x0, x1, bits): channels-last x times 2^e as two fp16 parts, and the bits of its
+        largest finite magnitude (e's source); an infinity or NaN in x sets ``special``."""
+        if self._fp16 is None:
+            if self.special is None:
+                self.special = self._flag()
+            bits = self._flag()
+            self._fp16 = (*self._parts(bits), bits)
+        return self._fp16
 
     def weight(self, w):
         """(w, w_lo) of a dense weight copy, as ``get``."""
@@ -1150,22 +1188,27 @@ def _position_tiles(out):
     return n_batch * od * oh, ow, block_w, False
 
 
-def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
-                st, k_total):
+def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
+                st, k_total, fp16):
     """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
-    x channels-last (``xc``, its channel stride 1) read in TMA boxes, the weight split once.
-    None (nothing launched) where it does not fit: a stride, a tap's channels not whole
-    BLOCK_K slices (a slice would read the next group's), rows of x or of the weight copy not a
-    multiple of 16 bytes or x not starting on one (TMA's rules), a phase no tap reaches, a
-    tile of fewer than 16 positions, or a GPU before sm_90."""
+    x channels-last (``xs``, a _GemmInput) read in TMA boxes, the weight split once; with
+    ``fp16`` both as fp16 parts (fp16x3 products, k steps of twice BLOCK_K channels where they
+    divide a tap's and take at most 128 bytes), else TF32 ones. None (nothing launched or made)
+    where it does not fit: a stride, a tap's channels not whole slices of at least 16 (a slice
+    would read the next group's), rows of x or of the weight copy not a multiple of 16 bytes
+    or x not starting on one (TMA's rules), a phase no tap reaches, a tile of fewer than 16
+    positions, or a GPU before sm_90."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
+    x5 = xs.x5
     block_k = min(BLOCK_K, c_in_g)
-    x_cl = xc.permute(0, 2, 3, 4, 1)  # [N, D, H, W, C], the channels contiguous
-    if (xc.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
-            or c_in_g % block_k or any(s % 4 for s in x_cl.stride()[:-1])
-            or x_cl.data_ptr() % 16 or k_total == 0 or k_total % 4
-            or (xc.is_cuda and torch.cuda.get_device_capability(xc.device)[0] < 9)):
+    if fp16 and 2 * block_k <= 64 and c_in_g % (2 * block_k) == 0:
+        block_k *= 2
+    per_16_bytes = 8 if fp16 else 4
+    if (x5.dtype != torch.float32 or list(st) != [1, 1, 1] or block_k < 16
+            or c_in_g % block_k or k_total == 0 or k_total % per_16_bytes
+            or (fp16 and x5.shape[1] % per_16_bytes)
+            or (x5.is_cuda and torch.cuda.get_device_capability(x5.device)[0] < 9)):
         return None
     n_batch, c_out = out.shape[0], out.shape[1]
     od, oh, ow = out.shape[2:]
@@ -1173,31 +1216,41 @@ def _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     bh = min(BLOCK_M // bw, triton.next_power_of_2(oh))
     if bh * bw < 16:
         return None
+    wk = _k_major(w5, taps, groups, transposed, c_out, k_total, channels_last=True)
+    if fp16:  # x's parts and flag are the convolution's, made once; the weight's this launch's
+        x, x_lo, x_bits = xs.fp16_parts()
+        special, w_bits = xs.special, torch.zeros(1, dtype=torch.int32, device=x5.device)
+        w_hi, w_lo = split_dense(wk, special, w_bits)
+    else:
+        x = x_lo = xs.get()[0]
+        x_cl = x.permute(0, 2, 3, 4, 1)  # [N, D, H, W, C], the channels contiguous
+        if any(s % 4 for s in x_cl.stride()[:-1]) or x_cl.data_ptr() % 16:
+            return None
+        special = x_bits = w_bits = torch.zeros(1, dtype=torch.int32, device=x5.device)
+        w_hi, w_lo = split_dense(wk, special)
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
-    special = torch.zeros(1, dtype=torch.int32, device=xc.device)
-    w_hi, w_lo = split_dense(_k_major(w5, taps, groups, transposed, c_out, k_total,
-                                      channels_last=True), special)
-    x_desc = TensorDescriptor.from_tensor(x_cl, [1, 1, bh, bw, block_k])
-    hi_desc = TensorDescriptor.from_tensor(w_hi, [block_n, block_k])
-    lo_desc = TensorDescriptor.from_tensor(w_lo, [block_n, block_k])
+    x_descs = [TensorDescriptor.from_tensor(t.permute(0, 2, 3, 4, 1), [1, 1, bh, bw, block_k])
+               for t in (x, x_lo)]
+    w_descs = [TensorDescriptor.from_tensor(t, [block_n, block_k]) for t in (w_hi, w_lo)]
     rows = n_batch * od
     grid = (rows * triton.cdiv(oh, bh) * triton.cdiv(ow, bw),
             groups * triton.cdiv(c_out_g, block_n))
     has_bias = bias is not None
     conv_gemm_tma_kernel[grid](
-        x_desc, hi_desc, lo_desc, bias if has_bias else w_hi, out, special, rows, c_in_g,
-        c_out_g, od, oh, ow, taps[1][2], taps[2][2],
+        *x_descs, *w_descs, bias if has_bias else out, out, special, x_bits, w_bits, rows,
+        c_in_g, c_out_g, od, oh, ow, taps[1][2], taps[2][2],
         taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
         bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=NUM_WARPS,
-        num_stages=_tma_stages(bh * bw, block_n, block_k))
+        BLOCK_N=block_n, BLOCK_K=block_k, FP16=fp16, num_warps=NUM_WARPS,
+        num_stages=_tma_stages(bh * bw, block_n, block_k, fp16))
     return out
 
 
-def _tma_stages(block_m, block_n, block_k):
+def _tma_stages(block_m, block_n, block_k, fp16=False):
     """The TMA GEMM's pipeline stages: TMA_STAGES, fewer where they would take more than
-    TMA_STAGE_BYTES of shared memory (an x box and the weight's two parts a stage), at least 2."""
-    stage = 4 * block_k * (block_m + 2 * block_n)
+    TMA_STAGE_BYTES of shared memory (a stage: an fp32 x box and the weight's two TF32 parts,
+    or with ``fp16`` two fp16 parts of each), at least 2."""
+    stage = 4 * block_k * (block_m + (1 if fp16 else 2) * block_n)
     return max(2, min(TMA_STAGES, TMA_STAGE_BYTES // stage))
 
 
@@ -1214,7 +1267,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     instead (``conv_fma_kernel``). ``im2col``: a standard convolution with one group writes its
     im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``).
     ``tma``: with tf32x3 products, a channels-last implicit GEMM with stride 1 reads x through
-    TMA (``_tma_launch``), where it fits."""
+    TMA (``_tma_launch``), where it fits: its products TF32 ones (1) or fp16x3 (2)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -1249,12 +1302,12 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     # a program's positions: rows x BLOCK_W columns of the output
     grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
     if xs.channels_last:
-        xc, xc_lo = xs.get()
         off, dil = _tap_lines(taps, offsets, pad)
         if (tma and tf32x3 == 1 and not run_w
-                and _tma_launch(xc, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
-                                off, dil, st, k_total) is not None):
+                and _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
+                                off, dil, st, k_total, int(tma) == 2) is not None):
             return
+        xc, xc_lo = xs.get()
         # a window row's taps along w lie next to each other where they are adjacent and the
         # channels between them are the group's own
         run_w = bool(run_w and dil[2] == 1 and taps[2][2] > 1 and xc.stride(4) == c_in_g)
@@ -1320,7 +1373,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     units in output order, a program a run of one output row's columns; ``tma``: with tf32x3
     products (1) and a channels-last x (1), an implicit GEMM with stride 1 (a transposed
     convolution's phases, a standard one without a stride) reads x through TMA and the weight
-    split once (``conv_gemm_tma_kernel``), where it fits."""
+    split once (``conv_gemm_tma_kernel``), where it fits: three TF32 products (1), or fp16x3
+    (2: x and the weight scaled by powers of two and split once into fp16 parts)."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")

@@ -1,7 +1,10 @@
 """Split once, shared by the GEMM templates (``matmul.py``, ``conv.py``): an fp32 operand
 written as its TF32 high part and remainder before the GEMM, which then sums three plain TF32
 tensor-core products of loaded tiles (hi*hi + hi*lo + lo*hi) in place of ``tf32x3``'s split of
-every tile in registers. The source strings below go into a generated module."""
+every tile in registers. Or (fp16x3, the convolutions' TMA GEMM) as two fp16 parts of the
+operand scaled by a power of two: fp16 keeps TF32's 11 bits and runs at twice its rate on the
+tensor cores, and the scale, taken from the tensor's largest finite magnitude, keeps the parts
+clear of fp16's narrow exponent range. The source strings below go into a generated module."""
 
 TF32_PARTS = '''@triton.jit
 def round_tf32(x):
@@ -28,19 +31,73 @@ def tf32_parts(x, special_ptr):
         tl.store(special_ptr, 1)
     return hi, lo'''
 
+# fp16x3's parts: the largest finite magnitude, the scale it sets, the split and the way back
+FP16_PARTS = '''@triton.jit
+def absmax_kernel(
+    # Pointers: x (n elements in one block of memory); bits [1] int32, raised to the bits of
+    # x's largest finite magnitude; special [1] int32, set to 1 where x holds an infinity or NaN
+    x_ptr, bits_ptr, special_ptr,
+    n,
+    BLOCK: tl.constexpr,
+):
+    # a non-negative float's bits order as its value: one integer atomic max a program
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    bits = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.int32, bitcast=True)
+    bits = bits & 0x7FFFFFFF
+    finite = bits < 0x7F800000
+    tl.atomic_max(bits_ptr, tl.max(tl.where(finite, bits, 0)))
+    if tl.min(finite.to(tl.int32)) == 0:
+        tl.store(special_ptr, 1)
+
+
+@triton.jit
+def pow2(e):
+    # 2^e, an exact fp32 for -126 <= e <= 127
+    return ((e + 127) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def fp16_scale(bits_ptr):
+    # the exponent e whose 2^e takes the largest finite magnitude (its bits at bits_ptr) into
+    # [2^14, 2^15): no part overflows fp16 (65504), and the remainder keeps its 11 bits down to
+    # 2^-25 of that magnitude (fp16's subnormals: 2^-39 of it is lost). At most 126, so that
+    # 2^-e is an fp32 normal too (a zero or subnormal tensor: x * 2^126 is at most 2).
+    return tl.minimum(141 - ((tl.load(bits_ptr) >> 23) & 0xFF), 126)
+
+
+@triton.jit
+def fp16_parts(x, bits_ptr):
+    # x * 2^e = p0 + p1 to 2^-22 of it: p0 the nearest fp16, p1 the remainder's (exact in
+    # fp32); an infinity or NaN keeps p1 0, so p0 + p1 is itself
+    xs = x * pow2(fp16_scale(bits_ptr))
+    p0 = xs.to(tl.float16)
+    finite = (x.to(tl.int32, bitcast=True) & 0x7F800000) != 0x7F800000
+    return p0, tl.where(finite, xs - p0.to(tl.float32), 0.0).to(tl.float16)
+
+
+@triton.jit
+def fp16_unscale(acc, xbits_ptr, wbits_ptr):
+    # a sum of products of parts back to fp32's scale: times 2^-(ex + ew) (-252 .. 226) in two
+    # exact steps, each in fp32's normal range
+    e = fp16_scale(xbits_ptr) + fp16_scale(wbits_ptr)
+    half = e // 2
+    return acc * pow2(-half) * pow2(half - e)'''
+
 # A dense tensor's split, in memory order (the convolutions' inputs and weight copies), and an
 # [N, C, S] tensor's channels-last copy, split or not
-SPLIT_DENSE_KERNEL = TF32_PARTS + '''
+SPLIT_DENSE_KERNEL = TF32_PARTS + '\n\n\n' + FP16_PARTS + '''
 
 
 @triton.jit
 def channels_last_kernel(
     # Pointers: x [N, C, S] contiguous; hi (and with SPLIT lo) [N, S, C] contiguous; special
-    # [1] int32, set to 1 where x holds an infinity or NaN (SPLIT)
-    x_ptr, hi_ptr, lo_ptr, special_ptr,
+    # [1] int32, set to 1 where x holds an infinity or NaN (SPLIT 1); bits [1] int32, the bits
+    # of x's largest finite magnitude (SPLIT 2, from absmax_kernel)
+    x_ptr, hi_ptr, lo_ptr, special_ptr, bits_ptr,
     # Sizes: channels, positions
     C, S,
-    # Meta-parameters: split once (hi and lo) or a plain copy (hi = x)
+    # Meta-parameters: a plain copy (0: hi = x), split once into TF32 parts (1) or into fp16
+    # parts of x scaled (2)
     SPLIT: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     # A [BLOCK_C, BLOCK_S] tile read along the positions and written along the channels (the
@@ -54,7 +111,10 @@ def channels_last_kernel(
     x = tl.load(x_ptr + (base + c[:, None].to(tl.int64) * S + s[None, :]), mask=mask, other=0.0)
     out = base + s[None, :] * C + c[:, None]
     if SPLIT:
-        hi, lo = tf32_parts(x, special_ptr)
+        if SPLIT == 2:
+            hi, lo = fp16_parts(x, bits_ptr)
+        else:
+            hi, lo = tf32_parts(x, special_ptr)
         tl.store(hi_ptr + out, hi, mask=mask)
         tl.store(lo_ptr + out, lo, mask=mask)
     else:
@@ -64,16 +124,20 @@ def channels_last_kernel(
 @triton.jit
 def split_dense_kernel(
     # Pointers: x, hi and lo (dense, the same strides); special [1] int32, set to 1 where x
-    # holds an infinity or NaN
-    x_ptr, hi_ptr, lo_ptr, special_ptr,
+    # holds an infinity or NaN (TF32 parts); bits as in channels_last_kernel (FP16)
+    x_ptr, hi_ptr, lo_ptr, special_ptr, bits_ptr,
     # Sizes: elements
     n,
-    # Meta-parameters
-    BLOCK: tl.constexpr,
+    # Meta-parameters: TF32 parts, or fp16 parts of x scaled (FP16)
+    FP16: tl.constexpr, BLOCK: tl.constexpr,
 ):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    hi, lo = tf32_parts(tl.load(x_ptr + offs, mask=mask, other=0.0), special_ptr)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    if FP16:
+        hi, lo = fp16_parts(x, bits_ptr)
+    else:
+        hi, lo = tf32_parts(x, special_ptr)
     tl.store(hi_ptr + offs, hi, mask=mask)
     tl.store(lo_ptr + offs, lo, mask=mask)'''
 
@@ -89,31 +153,51 @@ SPLIT_DENSE_LAUNCHER = '''def _dense(t):
     return t
 
 
-def channels_last_parts(x5, special, split):
+def _absmax(t, bits, special):
+    """Raise ``bits`` (int32 [1], zero) to the bits of dense ``t``'s largest finite magnitude;
+    set ``special`` where ``t`` holds an infinity or NaN."""
+    if t.numel():
+        absmax_kernel[(triton.cdiv(t.numel(), 4096),)](t, bits, special, t.numel(),
+                                                       BLOCK=4096, num_warps=8)
+
+
+def channels_last_parts(x5, special, split, bits=None):
     """x5 [N, C, D, H, W] copied channels-last ([N, D, H, W, C] in memory, viewed as x5's
     dims), in one pass: with ``split`` as its TF32 high part and remainder (``special`` as
-    in split_dense), else as (copy, copy). A strided x5 is made contiguous first."""
+    in split_dense); with ``bits`` (int32 [1], zero) as the fp16 parts of x scaled (as in
+    split_dense); else as (copy, copy). A strided x5 is made contiguous first."""
     x5 = x5.contiguous()
     n, c = x5.shape[0], x5.shape[1]
     s = x5[0, 0].numel()
-    made = [torch.empty((n, *x5.shape[2:], c), dtype=x5.dtype, device=x5.device)
-            for _ in range(2 if split else 1)]
+    mode = 2 if bits is not None else int(bool(split))
+    made = [torch.empty((n, *x5.shape[2:], c),
+                        dtype=torch.float16 if mode == 2 else x5.dtype, device=x5.device)
+            for _ in range(2 if mode else 1)]
+    if mode == 2:
+        _absmax(x5, bits, special)
     if x5.numel():
         block_c = min(32, triton.next_power_of_2(c))
         grid = (triton.cdiv(s, 128), triton.cdiv(c, block_c), n)
-        channels_last_kernel[grid](x5, made[0], made[-1], special if split else made[0], c, s,
-                                   SPLIT=split, BLOCK_C=block_c, BLOCK_S=128, num_warps=4)
+        channels_last_kernel[grid](x5, made[0], made[-1], special if mode else made[0],
+                                   bits if mode == 2 else made[0], c, s, SPLIT=mode,
+                                   BLOCK_C=block_c, BLOCK_S=128, num_warps=4)
     views = [m.permute(0, 4, 1, 2, 3) for m in made]
     return (views[0], views[-1])
 
 
-def split_dense(t, special):
+def split_dense(t, special, bits=None):
     """fp32 ``t`` as its TF32 high part and remainder, each laid out as ``t`` is where its
     elements fill one block of memory (else contiguous); ``special`` (int32 [1]) is set to 1
-    if ``t`` holds an infinity or NaN."""
+    if ``t`` holds an infinity or NaN. With ``bits`` (int32 [1], zero): as two fp16 parts of
+    ``t`` times 2^e (``fp16_scale``), ``bits`` raised to those of its largest finite
+    magnitude."""
     t = _dense(t)
-    hi, lo = torch.empty_like(t), torch.empty_like(t)
+    dtype = torch.float16 if bits is not None else t.dtype
+    hi, lo = torch.empty_like(t, dtype=dtype), torch.empty_like(t, dtype=dtype)
+    if bits is not None:
+        _absmax(t, bits, special)
     if t.numel():
-        split_dense_kernel[(triton.cdiv(t.numel(), 4096),)](t, hi, lo, special, t.numel(),
-                                                             BLOCK=4096, num_warps=8)
+        split_dense_kernel[(triton.cdiv(t.numel(), 4096),)](
+            t, hi, lo, special, special if bits is None else bits, t.numel(),
+            FP16=bits is not None, BLOCK=4096, num_warps=8)
     return hi, lo'''
