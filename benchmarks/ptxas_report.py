@@ -5,7 +5,9 @@ The launcher runs on CPU tensors with every kernel replaced by a recorder (nothi
 the recorded launches become Triton signatures (the judge's ``gpu_compile.launch_specs``);
 ``triton.compile`` builds each for the target, and Triton's bundled ``ptxas -v`` reports on the
 PTX. Useful before a device call: a variant that spills or serializes its tensor-core
-instructions shows it here.
+instructions shows it here. Where a kernel spills, the cubin's SASS (Triton's bundled
+``nvdisasm``) tells whether any spill sits between its first and last tensor-core instruction
+(the main loop) or only outside it (a prologue, a fallback path).
 
     python benchmarks/ptxas_report.py ../shared/kernelbench/level1/2_Standard_matrix_multiplication_.py \\
         --points '[{"TF32X3": 2, "CHAIN_K": 4096}, {"TF32X3": 2, "CHAIN_K": 2048}]' \\
@@ -18,6 +20,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -69,16 +72,45 @@ def ptxas_info(module: Any, spec: dict[str, Any], arch: int) -> dict[str, Any]:
     compiled = compile_spec(getattr(module, spec["kernel"]), spec, arch)
     ptx = Path(tempfile.mkdtemp(prefix="kev_ptx_")) / "k.ptx"
     ptx.write_text(compiled.asm["ptx"])
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    done = subprocess.run([str(ptxas), "-v", "--gpu-name", f"sm_{arch}a", str(ptx), "-o",
-                           os.devnull], capture_output=True, text=True)
+    bin_dir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    cubin = ptx.with_suffix(".cubin")
+    done = subprocess.run([str(bin_dir / "ptxas"), "-v", "--gpu-name", f"sm_{arch}a", str(ptx),
+                           "-o", str(cubin)], capture_output=True, text=True)
     lines = [ln.strip() for ln in done.stderr.splitlines()
              if "registers" in ln or "spill" in ln or "Performance" in ln]
     if done.returncode:  # ptxas refused the PTX (a newer PTX version than it reads, say)
         lines.append(f"ptxas failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    elif any("spill stores" in ln and not ln.startswith("0 bytes stack") for ln in lines):
+        sass = subprocess.run([str(bin_dir / "nvdisasm"), "-c", str(cubin)],
+                              capture_output=True, text=True).stdout
+        lines.append(spills_in_main_loop(sass))
     return {"kernel": spec["kernel"], "shared_bytes": compiled.metadata.shared,
             "constexprs": {k: v for k, v in spec["constexprs"].items() if k.isupper()},
             "ptxas": lines}
+
+
+def spills_in_main_loop(sass: str) -> str:
+    """Where the local-memory spills (``STL``/``LDL``) of a kernel's SASS lie against its main
+    loop: the span from the label a backward branch after its last tensor-core instruction
+    (``HGMMA``/``HMMA``) jumps to, at or before its first, to that branch."""
+    lines = sass.splitlines()
+    mma = [i for i, ln in enumerate(lines) if "HGMMA" in ln or "HMMA" in ln]
+    spills = [i for i, ln in enumerate(lines) if re.search(r"\b(STL|LDL)\b", ln)]
+    if not mma:
+        return f"SASS: {len(spills)} spill instructions, no tensor-core instructions"
+    labels = {m.group(1): i for i, ln in enumerate(lines)
+              if (m := re.match(r"\s*(\.L_x_\d+):", ln))}
+    loop = None
+    for i in range(mma[-1], len(lines)):
+        m = re.search(r"BRA\S* `?\(?(\.L_x_\d+)", lines[i])
+        if m and labels.get(m.group(1), len(lines)) <= mma[0]:
+            loop = (labels[m.group(1)], i)
+            break
+    if loop is None:
+        return f"SASS: {len(spills)} spill instructions; no loop around the tensor-core ones"
+    inside = sum(1 for i in spills if loop[0] <= i <= loop[1])
+    return (f"SASS: {len(spills)} spill instructions, {inside} in the main loop (SASS lines "
+            f"{loop[0]}-{loop[1]}, {len(mma)} tensor-core instructions)")
 
 
 def main() -> None:
