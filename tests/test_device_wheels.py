@@ -4,23 +4,11 @@ httpcore2 2.16.2 beside 2.17.0, "ResolutionImpossible")."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("device_wheels",
-                                                  ROOT / "benchmarks" / "device_wheels.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.benchmark_script import load
 
 
 def test_a_new_version_replaces_the_old_and_leaves_the_rest(tmp_path):
-    dw = _module()
+    dw = load("device_wheels")
     out, new = tmp_path / "out", tmp_path / "new"
     out.mkdir()
     new.mkdir()

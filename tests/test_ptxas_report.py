@@ -5,10 +5,7 @@ loop (``benchmarks/results/ptxas_conv_tma_sm90.md``); a spill moved into the loo
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.benchmark_script import load
 
 # nvdisasm's shape, cut from the TMA kernel's SASS: a prologue spill, the loop (its label, a
 # barrier wait's forward branch, the products, the backward branch), a fallback spill
@@ -32,17 +29,8 @@ LOOP_SPILL
 """
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("ptxas_report",
-                                                  ROOT / "benchmarks" / "ptxas_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_spills_outside_the_loop_are_told_apart_from_spills_in_it():
-    read = _module().spills_in_main_loop
+    read = load("ptxas_report").spills_in_main_loop
     outside = read(SASS.replace("LOOP_SPILL\n", ""))
     assert "2 spill instructions, 0 in the main loop" in outside, outside
     inside = read(SASS.replace("LOOP_SPILL", "        /*3660*/                   STL [R1+0x20], R6 ;"))
@@ -51,6 +39,6 @@ def test_spills_outside_the_loop_are_told_apart_from_spills_in_it():
 
 
 def test_no_loop_or_no_products_is_said():
-    read = _module().spills_in_main_loop
+    read = load("ptxas_report").spills_in_main_loop
     assert "no loop" in read(SASS.replace("@P1 BRA `(.L_x_12)", "@P1 BRA `(.L_x_7)"))
     assert "no tensor-core instructions" in read("        /*00a0*/   STL [R1+0x10], R4 ;\n")
