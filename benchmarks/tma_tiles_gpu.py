@@ -11,9 +11,9 @@ warps to fill the wait.
 
     python benchmarks/tma_tiles_gpu.py .carry/kernelbench/level1 --only 69_ 57_ --out /tmp/t
 
-``--tma 1 2`` times each point with both of the kernel's products: three TF32 ones (``TMA =
-1``) and fp16x3 (``TMA = 2``, whose k step is twice BLOCK_K where that divides a tap's channels
-and takes at most 64).
+``--tma 1 2 3`` times each point with each of the kernel's products: three TF32 ones (``TMA =
+1``), fp16x3 (``TMA = 2``, whose k step is twice BLOCK_K where that divides a tap's channels
+and takes at most 64) and fp16x3 chained (``TMA = 3``).
 
 Writes OUT/tiles.json and OUT/tiles.md as each problem finishes. Imports only torch, triton,
 numpy, the standard library and kernelevolve.
@@ -38,6 +38,7 @@ TILES = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
     (64, 128, 32, 4), (128, 128, 32, 8), (128, 64, 32, 4), (64, 64, 32, 4), (128, 128, 16, 8),
 ]
 STAGES = (2, 3, 4)
+PRODUCTS = {1: "TF32", 2: "fp16x3", 3: "fp16x3 chained"}
 
 
 def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...],
@@ -113,7 +114,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             t = p["params"]
             lines.append(
                 f"| {r['problem']} | {r['eager_ms']:.3f} | {t['BLOCK_M']} x {t['BLOCK_N']} x "
-                f"{t['BLOCK_K']}, {t['num_warps']} | {'fp16x3' if t.get('TMA') == 2 else 'TF32'} "
+                f"{t['BLOCK_K']}, {t['num_warps']} | {PRODUCTS[t.get('TMA', 1)]} "
                 f"| {p['stages']} | {p.get('ms', float('nan')):.3f}"
                 f" | {p.get('vs_eager', float('nan')):.2f}x | {'yes' if p['ok'] else 'no'} | "
                 f"{p.get('max_rel') if p['ok'] else p['why']} |")
@@ -127,8 +128,8 @@ def main() -> None:
     ap.add_argument("--tiles", type=json.loads, default=TILES,
                     help="a JSON list of [BLOCK_M, BLOCK_N, BLOCK_K, num_warps]")
     ap.add_argument("--stages", type=int, nargs="*", default=list(STAGES))
-    ap.add_argument("--tma", type=int, nargs="*", default=[1], choices=(1, 2),
-                    help="the kernel's products: 1 three TF32, 2 fp16x3")
+    ap.add_argument("--tma", type=int, nargs="*", default=[1], choices=(1, 2, 3),
+                    help="the kernel's products: 1 three TF32, 2 fp16x3, 3 fp16x3 chained")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -209,6 +209,11 @@ class SearchConfig(_Section):
         4, ge=1, description="rounds without a better best before a memoryless restart"
     )
     max_restarts: int = Field(2, ge=0, description="restarts before the search counts as stalled")
+    fp16x3: bool = Field(
+        False, description="offline synthesizer: also try fp16x3 products in fp32 convolutions "
+        "(scaled fp16 parts, twice TF32's tensor-core rate; the scale is the whole tensor's, so "
+        "an output whose inputs all lie ~1e8 below the tensor's largest value can miss the fp32 "
+        "tolerance)")
     seed: int = Field(0, description="the search's own random choices")
     retrieve: bool = Field(True, description="retrieve knowledge for each round (Librarian)")
     warm_start: int = Field(

@@ -1,10 +1,11 @@
 """The TMA implicit GEMM (``conv_gemm_tma_kernel``) on a real sm_90 GPU, where the descriptors,
 the copy engine's out-of-bounds zeros and the tensor cores' TF32 and fp16 products are real
 (the interpreter multiplies exactly): tf32x3-level error against float64 at its tiles, with
-TF32 products (``TMA = 1``) and fp16x3 ones (``TMA = 2``), torch's NaN and infinities, and the
-kernel really launched. A standard 2-D convolution with padding and a bias, a transposed one
-with stride 1 (KernelBench 69's kind) and one with stride 2 (phases); fp16x3 also on
-magnitudes far from 1 (its parts' scales, fp16's subnormals on the tensor cores).
+TF32 products (``TMA = 1``) and fp16x3 ones (``TMA = 2``; 3 chained), torch's NaN and
+infinities, and the kernel really launched. A standard 2-D convolution with padding and a
+bias, a transposed one with stride 1 (KernelBench 69's kind) and one with stride 2 (phases);
+fp16x3 also on magnitudes far from 1 (its parts' scales, fp16's subnormals on the tensor
+cores).
 Marked ``gpu``: run with ``python -m pytest -m gpu tests/gpu``."""
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def run_and_check(cand, kernel, x, xn, fn, label):
     assert float((got_n - want_n)[finite].abs().max() / truth.abs().mean()) < 2e-5, label
 
 
-@pytest.mark.parametrize("tma", [1, 2])
+@pytest.mark.parametrize("tma", [1, 2, 3])
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_tma_gemm_is_tf32x3_exact_and_keeps_infinities(tmp_path, name, tma):
     conv, shape, fn = PROBLEMS[name]
@@ -101,15 +102,16 @@ def test_tma_gemm_is_tf32x3_exact_and_keeps_infinities(tmp_path, name, tma):
         run_and_check(cand, "conv_gemm_tma_kernel", x, xn, fn, (name, point, tma))
 
 
+@pytest.mark.parametrize("tma", [2, 3])
 @pytest.mark.parametrize("scale", [1e30, 1e-30, 1e-40, 0.0, None])
-def test_fp16x3_keeps_fp32_error_far_from_one(tmp_path, scale):
+def test_fp16x3_keeps_fp32_error_far_from_one(tmp_path, scale, tma):
     """x times 1e30, 1e-30, 1e-40 (fp32's subnormals: within 2x torch's own fp32 error, as
     their products lose bits there), zero, and magnitudes 2^-20 .. 2^20 in one x (None):
     fp16x3 keeps fp32-level error against float64 (each operand's parts are scaled from its
     largest finite magnitude)."""
     conv, shape, fn = PROBLEMS["transposed"]
     plan = analyze(load_problem(conv_problem(tmp_path / "p.py", conv, shape)))
-    cand = load_rendered(plan, {**plan.default_params(), "TMA": 2}, tmp_path / "cand.py")
+    cand = load_rendered(plan, {**plan.default_params(), "TMA": tma}, tmp_path / "cand.py")
     launched: list[tuple[int, ...]] = []
     cand.conv_gemm_tma_kernel = _Spy(cand.conv_gemm_tma_kernel, launched)
     torch.manual_seed(0)

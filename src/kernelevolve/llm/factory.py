@@ -27,9 +27,11 @@ class OfflineSynthesizer:
     name = "offline"
     reads_knowledge = False  # templates and parameters; retrieved text would go unread
 
-    def __init__(self, problem: Problem, seed: int = 0) -> None:
+    def __init__(self, problem: Problem, seed: int = 0, opt_in: bool = False) -> None:
         try:
-            self.plan = offline.analyze(problem)
+            # the space it explores: a template's opt-in values only where asked (``opt_in``:
+            # search.fp16x3)
+            self.plan = offline.analyze(problem).searched(opt_in)
         except offline.Unsupported as exc:
             raise SynthesisError(
                 f"the offline synthesizer cannot write a kernel for {problem.path.name}: {exc}. "
@@ -132,7 +134,8 @@ def choose_synthesizer(settings: Settings, problem: Problem) -> tuple[Synthesize
     if use == "local" and local is not None:
         return LocalSynthesizer(local, settings.llm, examples=settings.search.retrieve,
                                 seed=settings.search.seed, store=settings.store), why
-    return OfflineSynthesizer(problem, seed=settings.search.seed), why
+    return OfflineSynthesizer(problem, seed=settings.search.seed,
+                              opt_in=settings.search.fp16x3), why
 
 
 def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:

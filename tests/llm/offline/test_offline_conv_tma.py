@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from kernelevolve.config import Settings
+from kernelevolve.llm.factory import OfflineSynthesizer, choose_synthesizer
 from kernelevolve.llm.offline import analyze
 from tests.llm.offline.conv_interp import conv_script
 from tests.llm.offline.test_offline_conv_fma import _conv
@@ -56,7 +58,7 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
         # x already channels-last, read as it is, but starting 4 bytes into its storage (TMA
         # needs 16); fp16x3 reads its parts, new memory
         "unaligned": (lambda: conv_nd(xo, w, b, 1, 1, 1, 1, False, 0, **k),
-                      F.conv2d(d(xo), d(w), d(b), 1, 1), k["tma"] == 2),
+                      F.conv2d(d(xo), d(w), d(b), 1, 1), k["tma"] >= 2),
     }
     res = {}
     for name, (run, want, _) in cases.items():
@@ -106,7 +108,7 @@ _CHECK = conv_script(("conv_gemm_tma_kernel", "conv_gemm_cl_kernel"), '''
 ''')
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["tf32", "fp16x3"])
+@pytest.fixture(scope="module", params=[1, 2, 3], ids=["tf32", "fp16x3", "fp16x3_chained"])
 def checked(request):
     done = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True,
                           timeout=900, env={**os.environ, "TMA": str(request.param)})
@@ -149,7 +151,7 @@ def test_infinities_and_nan_give_torchs(checked):
 
 def test_the_plan_tunes_tma_for_fp32_channels_last_gemms(tmp_path):
     fp32 = analyze(_problem(tmp_path, "tma32", _conv(32, "float32")))
-    assert fp32.space["TMA"] == (0, 1, 2) and fp32.default_params()["TMA"] == 1
+    assert fp32.space["TMA"] == (0, 1, 2, 3) and fp32.default_params()["TMA"] == 1
     assert fp32.default_params()["CHANNELS_LAST"] == 1
     source = fp32.render(fp32.default_params())
     assert "tma=TMA" in source and "TMA = 1" in source
@@ -157,6 +159,24 @@ def test_the_plan_tunes_tma_for_fp32_channels_last_gemms(tmp_path):
     assert "TMA" not in half.space  # 16-bit products need no split
     narrow = analyze(_problem(tmp_path, "tma3", _conv(3, "float32")))
     assert "TMA" not in narrow.space  # no channels-last GEMM
+
+
+def test_fp16x3_is_searched_only_where_asked(tmp_path):
+    """fp16x3 (TMA 2, 3) renders from any plan, but the offline synthesizer's search explores
+    it only with ``search.fp16x3`` (its tensor-wide scale loses values ~1e8 below the largest:
+    test_offline_conv_fp16x3_redteam.py)."""
+    problem = _problem(tmp_path, "optin", _conv(32, "float32"))
+    plan = analyze(problem)
+    assert plan.space["TMA"] == (0, 1, 2, 3) and plan.searched().space["TMA"] == (0, 1)
+    assert plan.searched(True).space == plan.space
+    assert "TMA = 2" in plan.render({**plan.default_params(), "TMA": 2})
+    offline = {"use": "offline"}  # not the local model, where one is installed
+    default = choose_synthesizer(Settings(llm=offline), problem)[0]
+    asked = choose_synthesizer(Settings(llm=offline, search={"fp16x3": True}), problem)[0]
+    assert isinstance(default, OfflineSynthesizer) and isinstance(asked, OfflineSynthesizer)
+    assert default.plan.space["TMA"] == (0, 1) and asked.plan.space["TMA"] == (0, 1, 2, 3)
+    assert all(default._random()["TMA"] < 2 for _ in range(200))
+    assert any(asked._random()["TMA"] >= 2 for _ in range(200))
 
 
 def test_pipeline_stages_fit_the_shared_memory_budget(tmp_path):
@@ -174,7 +194,7 @@ def test_pipeline_stages_fit_the_shared_memory_budget(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tma", [1, 2])
+@pytest.mark.parametrize("tma", [1, 2, 3])
 def test_the_default_is_verified_by_the_judge(tmp_path, small_pool, tma):
     """A 32-channel padded convolution's default (TMA, TF32 products) and its fp16x3 point
     through the judge: correct at the traced sizes, on other shapes and values, and with NaN

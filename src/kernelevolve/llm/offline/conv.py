@@ -138,7 +138,7 @@ three for the 64 x 128 tile, where four (156 KB) ran 69 1.32x slower (judged: 69
 0.76x, 56 3.16x -> 4.19x), four for the 64 x 64 one, where three ran 77 1.7x slower
 (``conv_tma_stages.md``).
 
-fp16x3 (``TMA = 2``, offered to the search, not the default: no GPU has timed it yet): the same
+fp16x3 (``TMA = 2``; searched only with ``search.fp16x3``, not the default: below): the same
 kernel with both operands split once into fp16 parts, x's made once per convolution beside its
 channels-last copy. Each is first scaled by the power of two that takes its largest finite
 magnitude into [2^14, 2^15) (``absmax_kernel``, one pass), so the parts neither overflow fp16 nor
@@ -147,7 +147,22 @@ remainder's, x * 2^e = p0 + p1 to 2^-22. A k step's three fp16 products (p1*q0 +
 keep tf32x3's error at twice TF32's tensor-core rate, with half the weight tiles' shared memory;
 the scales come off in the epilogue. An infinity or NaN in either operand sets the flag and every
 program sums the parts on the FMA units (an infinity's p1 is 0). Not yet timed on a GPU; the
-three products cost 1.5 TF32 products' tensor-core time.
+three products cost 1.5 TF32 products' tensor-core time. ``TMA = 3`` sums the k steps' products
+on the tensor cores in ranges of at most TMA_CHAIN_K (1024) before each fp32 add, as the matmul
+template's chains do: Triton then carries the sum across steps, so a step's last products
+overlap the next step's loads (the compiled loop, sm_90: one wait fewer a step and no fp32
+adds in it), at the cost of the tensor cores' truncating adds over a range.
+
+What fp16x3 gives up (``test_offline_conv_fp16x3_redteam.py``, a red team's 33 cases): the
+scale is the whole tensor's, so values below about 2^-18 of its largest keep fewer bits, down to
+a step of 2^-39 of it. Where an output's inputs all lie some 1e8 below the tensor's largest
+value (an outlier in a channel the weights ignore, in a border a transposed convolution crops,
+one image or group of the batch 2^30 above another), that step misses the fp32 tolerance, where
+the TF32 products (each element split on its own exponent) pass. So the search tries it only
+where the user asks (``search.fp16x3``: ``KERNELEVOLVE_SEARCH__FP16X3=1``), and no GPU has timed
+it yet; scales per image and group for x and per output channel for the weight would close the
+batch and group cases, not the ignored outliers. Both products also fail crafted exact
+cancellations (the dropped lo * lo, 2^-22 of each product, of one sign in every term).
 
 The channels-last copy is one Triton pass (``channels_last_kernel``: a tile read along the
 positions, written along the channels), split or not: torch's permuted copy took 7.7 ms of
@@ -235,8 +250,11 @@ DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 5
 TF32X3_SPACE = {"TF32X3": (1, 0, 2)}
 # The channels-last implicit GEMM with tf32x3 products and stride 1 through TMA (1: x tiles as
 # boxes of a descriptor, the weight split once, each k step's three TF32 products added in fp32;
-# 2: the same with fp16x3 products of x and the weight split once into scaled fp16 parts)
-TMA_SPACE = {"TMA": (0, 1, 2)}
+# 2: the same with fp16x3 products of x and the weight split once into scaled fp16 parts; 3:
+# fp16x3 with the k steps' products summed on the tensor cores in ranges of TMA_CHAIN_K).
+# fp16x3 is searched only where asked (``search.fp16x3``): its scale is the whole tensor's
+TMA_SPACE = {"TMA": (0, 1, 2, 3)}
+TMA_OPT_IN: dict[str, tuple[int, ...]] = {"TMA": (2, 3)}
 # The implicit GEMM's input: 1 a channels-last copy (k = tap, then channel: contiguous loads),
 # 2 the same with k running along whole window rows (a row's taps along w, their channels
 # adjacent), 0 x as it is through the window table (k = channel, then tap)
@@ -684,4 +702,5 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
         defaults.setdefault("num_warps", 2)
         defaults.update(_direct_tile(defaults["num_warps"]))
     return KernelPlan("convolution", desc, space, defaults,
-                      ConvTemplate(problem, traced, chain, desc, tf32x3, implicit))
+                      ConvTemplate(problem, traced, chain, desc, tf32x3, implicit),
+                      opt_in=TMA_OPT_IN if "TMA" in space else {})

@@ -325,9 +325,10 @@ def conv_gemm_tma_kernel(
     # Per dim: input position of tap t of output o is o + off + t * dil (stride 1)
     off_d, off_h, off_w, dil_d, dil_h, dil_w,
     # Meta-parameters: bias; a program's BH output rows x BW columns, BLOCK_N output channels
-    # of one group; BLOCK_K channels a k step; fp16x3 products of parts split once (FP16)
+    # of one group; BLOCK_K channels a k step; fp16x3 products of parts split once (FP16), the
+    # k steps' products summed on the tensor cores in CHAINS ranges (0: each k step's apart)
     HAS_BIAS: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, FP16: tl.constexpr,
+    BLOCK_K: tl.constexpr, FP16: tl.constexpr, CHAINS: tl.constexpr,
 ):
     # Implicit GEMM with stride 1 (every transposed convolution's phase, standard ones
     # without a stride) whose x tiles come through TMA: a tap's tile of BH x BW positions is a
@@ -343,6 +344,11 @@ def conv_gemm_tma_kernel(
     # parts (tf32.py's fp16_parts), both read through TMA; a k step's three fp16 products
     # (xlo*w + x*wlo + x*w, twice TF32's rate) summed as above, the scales undone at the end.
     # An infinity or NaN in either sets the flag: the parts' sums on the FMA units.
+    # CHAINS (fp16x3): the k steps in CHAINS ranges, each range's products summed on the tensor
+    # cores from zero in one pipelined loop (the sum carried across steps, so a step's last
+    # products need not finish before the next step's loads), then added in fp32: fewer
+    # waits, at the cost of the tensor cores' truncating adds over a range (the matmul
+    # template's chains: 3.3e-5 of the result at K = 4096 on an H200).
     BLOCK_M: tl.constexpr = BH * BW{_GROUP_TILE}
     tiles_w = tl.cdiv(OW, BW)
     tiles_h = tl.cdiv(OH, BH)
@@ -357,7 +363,21 @@ def conv_gemm_tma_kernel(
     c_base = g * C_IN_G
     special = tl.load(special_ptr)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if special == 0:
+    if special == 0 and CHAINS > 0:
+        k_len = tl.cdiv(K_STEPS, CHAINS)
+        for c in tl.static_range(CHAINS):
+            part = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for k in range(c * k_len, tl.minimum(K_STEPS, (c + 1) * k_len)):
+                x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d,
+                               off_h, off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+                x_lo = conv_tma_x(xlo_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W,
+                                  off_d, off_h, off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+                w_hi = whi_desc.load([w_row, k * BLOCK_K]).T
+                part = tl.dot(x_lo, w_hi, part)
+                part = tl.dot(x, wlo_desc.load([w_row, k * BLOCK_K]).T, part)
+                part = tl.dot(x, w_hi, part)
+            acc += part
+    elif special == 0:
         for k in range(0, K_STEPS):
             x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
                            off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
@@ -972,6 +992,10 @@ TMA_MAX_BW = 32
 # four (96 KB) ran 77 in 1.2 ms, three in 2.1.
 TMA_STAGES = 4
 TMA_STAGE_BYTES = 144 << 10
+# ... and fp16x3 chained (TMA = 3): a range of the reduction summed on the tensor cores at most
+# this long (each range an unrolled loop: at most TMA_MAX_CHAINS of them)
+TMA_CHAIN_K = 1024
+TMA_MAX_CHAINS = 8
 # The most memory the im2col matrix may take (its parts with split once); a larger one takes the
 # implicit GEMM (or the FMA kernel) instead
 IM2COL_MAX_BYTES = 8 << 30
@@ -1189,11 +1213,13 @@ def _position_tiles(out):
 
 
 def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
-                st, k_total, fp16):
+                st, k_total, fp16, chained=False):
     """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
     x channels-last (``xs``, a _GemmInput) read in TMA boxes, the weight split once; with
     ``fp16`` both as fp16 parts (fp16x3 products, k steps of twice BLOCK_K channels where they
-    divide a tap's and take at most 128 bytes), else TF32 ones. None (nothing launched or made)
+    divide a tap's and take at most 128 bytes; ``chained``: the k steps' products summed on
+    the tensor cores in ranges of at most TMA_CHAIN_K), else TF32 ones. None (nothing launched
+    or made)
     where it does not fit: a stride, a tap's channels not whole slices of at least 16 (a slice
     would read the next group's), rows of x or of the weight copy not a multiple of 16 bytes
     or x not starting on one (TMA's rules), a phase no tap reaches, a tile of fewer than 16
@@ -1236,12 +1262,13 @@ def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     grid = (rows * triton.cdiv(oh, bh) * triton.cdiv(ow, bw),
             groups * triton.cdiv(c_out_g, block_n))
     has_bias = bias is not None
+    chains = min(triton.cdiv(k_total, TMA_CHAIN_K), TMA_MAX_CHAINS) if fp16 and chained else 0
     conv_gemm_tma_kernel[grid](
         *x_descs, *w_descs, bias if has_bias else out, out, special, x_bits, w_bits, rows,
         c_in_g, c_out_g, od, oh, ow, taps[1][2], taps[2][2],
         taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
         bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
-        BLOCK_N=block_n, BLOCK_K=block_k, FP16=fp16, num_warps=NUM_WARPS,
+        BLOCK_N=block_n, BLOCK_K=block_k, FP16=fp16, CHAINS=chains, num_warps=NUM_WARPS,
         num_stages=_tma_stages(bh * bw, block_n, block_k, fp16))
     return out
 
@@ -1267,7 +1294,8 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     instead (``conv_fma_kernel``). ``im2col``: a standard convolution with one group writes its
     im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``).
     ``tma``: with tf32x3 products, a channels-last implicit GEMM with stride 1 reads x through
-    TMA (``_tma_launch``), where it fits: its products TF32 ones (1) or fp16x3 (2)."""
+    TMA (``_tma_launch``), where it fits: its products TF32 ones (1) or fp16x3 (2; 3 with the k
+    steps' products chained on the tensor cores)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -1305,7 +1333,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         off, dil = _tap_lines(taps, offsets, pad)
         if (tma and tf32x3 == 1 and not run_w
                 and _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
-                                off, dil, st, k_total, int(tma) == 2) is not None):
+                                off, dil, st, k_total, int(tma) >= 2, int(tma) == 3) is not None):
             return
         xc, xc_lo = xs.get()
         # a window row's taps along w lie next to each other where they are adjacent and the
@@ -1374,7 +1402,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     products (1) and a channels-last x (1), an implicit GEMM with stride 1 (a transposed
     convolution's phases, a standard one without a stride) reads x through TMA and the weight
     split once (``conv_gemm_tma_kernel``), where it fits: three TF32 products (1), or fp16x3
-    (2: x and the weight scaled by powers of two and split once into fp16 parts)."""
+    (2: x and the weight scaled by powers of two and split once into fp16 parts; 3: the same,
+    the k steps' products summed on the tensor cores in ranges of at most TMA_CHAIN_K)."""
     nd = weight.dim() - 2
     if not 1 <= nd <= 3:
         raise ValueError(f"weight has {weight.dim()} dims; expected 3 to 5")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 OPERATOR_CLASSES = (
@@ -42,6 +42,18 @@ class KernelPlan:
     space: dict[str, tuple[int, ...]]
     defaults: dict[str, int] = field(repr=False)
     template: Template = field(repr=False, compare=False)
+    # values of ``space`` the search leaves alone unless asked (``searched``): legal to render,
+    # kept out for a reason their template gives (a precision that trades range for speed)
+    opt_in: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+
+    def searched(self, opt_in: bool = False) -> KernelPlan:
+        """This plan with the space a search explores: without the ``opt_in`` values unless
+        ``opt_in`` (the search's setting) asks for them."""
+        if opt_in or not self.opt_in:
+            return self
+        space = {k: tuple(v for v in values if v not in self.opt_in.get(k, ()))
+                 for k, values in self.space.items()}
+        return replace(self, space=space)
 
     def default_params(self) -> dict[str, int]:
         """The configuration the template's author would try first."""
