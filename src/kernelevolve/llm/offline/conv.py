@@ -141,11 +141,12 @@ three for the 64 x 128 tile, where four (156 KB) ran 69 1.32x slower (judged: 69
 fp16x3 (``TMA = 2``; searched only with ``search.fp16x3``, not the default: below): the same
 kernel with both operands split once into fp16 parts, x's made once per convolution beside its
 channels-last copy. Each is first scaled by the power of two that takes its largest finite
-magnitude into [2^14, 2^15) (``absmax_kernel``, one pass), so the parts neither overflow fp16 nor
-fall into its subnormals above 2^-39 of that magnitude; p0 is the nearest fp16 and p1 the
-remainder's, x * 2^e = p0 + p1 to 2^-22. A k step's three fp16 products (p1*q0 + p0*q1 + p0*q0)
-keep tf32x3's error at twice TF32's tensor-core rate, with half the weight tiles' shared memory;
-the scales come off in the epilogue. An infinity or NaN in either operand sets the flag and every
+magnitude into [2^14, 2^15) (``absmax_kernel``, one pass), so no part overflows fp16 and values
+down to about 2^-18 of that magnitude keep all their bits (below, fp16's subnormals leave a step
+of 2^-39 of it); p0 is the nearest fp16 and p1 the remainder's, x * 2^e = p0 + p1 to 2^-22. A k
+step's three fp16 products (p1*q0 + p0*q1 + p0*q0) keep tf32x3's error at twice TF32's
+tensor-core rate, with half the weight tiles' shared memory; the scales come off in the
+epilogue. An infinity or NaN in either operand sets the flag and every
 program sums the parts on the FMA units (an infinity's p1 is 0). Not yet timed on a GPU; the
 three products cost 1.5 TF32 products' tensor-core time. ``TMA = 3`` sums the k steps' products
 on the tensor cores in ranges of at most TMA_CHAIN_K (1024) before each fp32 add, as the matmul

@@ -1219,11 +1219,10 @@ def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     ``fp16`` both as fp16 parts (fp16x3 products, k steps of twice BLOCK_K channels where they
     divide a tap's and take at most 128 bytes; ``chained``: the k steps' products summed on
     the tensor cores in ranges of at most TMA_CHAIN_K), else TF32 ones. None (nothing launched
-    or made)
-    where it does not fit: a stride, a tap's channels not whole slices of at least 16 (a slice
-    would read the next group's), rows of x or of the weight copy not a multiple of 16 bytes
-    or x not starting on one (TMA's rules), a phase no tap reaches, a tile of fewer than 16
-    positions, or a GPU before sm_90."""
+    or made) where it does not fit: a stride, a tap's channels not whole slices of at least 16
+    (a slice would read the next group's), rows of x or of the weight copy not a multiple of 16
+    bytes or x not starting on one (TMA's rules), a phase no tap reaches, a tile of fewer than
+    16 positions, or a GPU before sm_90."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     x5 = xs.x5

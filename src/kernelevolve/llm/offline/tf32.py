@@ -59,9 +59,10 @@ def pow2(e):
 @triton.jit
 def fp16_scale(bits_ptr):
     # the exponent e whose 2^e takes the largest finite magnitude (its bits at bits_ptr) into
-    # [2^14, 2^15): no part overflows fp16 (65504), and the remainder keeps its 11 bits down to
-    # 2^-25 of that magnitude (fp16's subnormals: 2^-39 of it is lost). At most 126, so that
-    # 2^-e is an fp32 normal too (a zero or subnormal tensor: x * 2^126 is at most 2).
+    # [2^14, 2^15): no part overflows fp16 (65504); the remainder keeps its 11 bits for values
+    # down to about 2^-18 of that magnitude, below which fp16's subnormals leave it a step of
+    # 2^-39 of it. At most 126, so that 2^-e is an fp32 normal too (a zero or subnormal
+    # tensor: x * 2^126 is at most 2).
     return tl.minimum(141 - ((tl.load(bits_ptr) >> 23) & 0xFF), 126)
 
 
