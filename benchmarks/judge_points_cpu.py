@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+from offline_variants_gpu import select_files  # noqa: E402
+
 
 def rows_for(files: list[Path], point: dict[str, int], out: Path, timeout: float
              ) -> list[dict[str, Any]]:
@@ -79,12 +82,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1500.0, help="seconds a check may take")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    from kernelevolve.bench import problem_files
-
-    files = [p for p in problem_files(args.problems)
-             if not args.only or any(p.name.startswith(o) for o in args.only)]
     args.out.mkdir(parents=True, exist_ok=True)
-    rows_for(files, args.point, args.out, args.timeout)
+    rows_for(select_files(args.problems, args.only), args.point, args.out, args.timeout)
 
 
 if __name__ == "__main__":

@@ -1213,19 +1213,20 @@ def _position_tiles(out):
 
 
 def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
-                st, k_total, fp16, chained=False):
+                st, k_total, tma):
     """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
-    x channels-last (``xs``, a _GemmInput) read in TMA boxes, the weight split once; with
-    ``fp16`` both as fp16 parts (fp16x3 products, k steps of twice BLOCK_K channels where they
-    divide a tap's and take at most 128 bytes; ``chained``: the k steps' products summed on
-    the tensor cores in ranges of at most TMA_CHAIN_K), else TF32 ones. None (nothing launched
-    or made) where it does not fit: a stride, a tap's channels not whole slices of at least 16
-    (a slice would read the next group's), rows of x or of the weight copy not a multiple of 16
-    bytes or x not starting on one (TMA's rules), a phase no tap reaches, a tile of fewer than
-    16 positions, or a GPU before sm_90."""
+    x channels-last (``xs``, a _GemmInput) read in TMA boxes, the weight split once; its
+    products (``tma``) TF32 ones (1), or fp16x3 (2, 3: both operands as fp16 parts, k steps of
+    twice BLOCK_K channels where they divide a tap's and take at most 128 bytes; 3: the k
+    steps' products summed on the tensor cores in ranges of at most TMA_CHAIN_K). None
+    (nothing launched or made) where it does not fit: a stride, a tap's channels not whole
+    slices of at least 16 (a slice would read the next group's), rows of x or of the weight
+    copy not a multiple of 16 bytes or x not starting on one (TMA's rules), a phase no tap
+    reaches, a tile of fewer than 16 positions, or a GPU before sm_90."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     x5 = xs.x5
+    fp16 = tma >= 2
     block_k = min(BLOCK_K, c_in_g)
     if fp16 and 2 * block_k <= 64 and c_in_g % (2 * block_k) == 0:
         block_k *= 2
@@ -1261,7 +1262,7 @@ def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
     grid = (rows * triton.cdiv(oh, bh) * triton.cdiv(ow, bw),
             groups * triton.cdiv(c_out_g, block_n))
     has_bias = bias is not None
-    chains = min(triton.cdiv(k_total, TMA_CHAIN_K), TMA_MAX_CHAINS) if fp16 and chained else 0
+    chains = min(triton.cdiv(k_total, TMA_CHAIN_K), TMA_MAX_CHAINS) if tma == 3 else 0
     conv_gemm_tma_kernel[grid](
         *x_descs, *w_descs, bias if has_bias else out, out, special, x_bits, w_bits, rows,
         c_in_g, c_out_g, od, oh, ow, taps[1][2], taps[2][2],
@@ -1332,7 +1333,7 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
         off, dil = _tap_lines(taps, offsets, pad)
         if (tma and tf32x3 == 1 and not run_w
                 and _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
-                                off, dil, st, k_total, int(tma) >= 2, int(tma) == 3) is not None):
+                                off, dil, st, k_total, int(tma)) is not None):
             return
         xc, xc_lo = xs.get()
         # a window row's taps along w lie next to each other where they are adjacent and the
