@@ -64,6 +64,18 @@ class ProblemOutcome(BaseModel):
         None, description="the best kernel on inputs with NaN and infinities (eval.nonfinite): "
                           "'kept' where its outputs hold the reference's, else what differs "
                           "('NaN', 'infinities'); None where not checked")
+    baseline: str | None = Field(None, description="the flags the speedups' references ran with")
+    other_baseline: str | None = Field(None, description="the other preset's flags")
+    speedup_vs_eager_other: float | None = Field(
+        None, description="the same kernel against eager under the other preset's flags")
+    speedup_vs_compiled_other: float | None = None
+    flags_matter: bool | None = Field(
+        None, description="the two presets' flags change one of the problem's ops (else one "
+                          "timing stands for both)")
+    precision: str | None = Field(None, description="the precision contract's summary")
+    judge_peak_gib: float | None = Field(None, description="the judge's peak device memory")
+    footprint_gib: float | None = Field(
+        None, description="the problem's inputs, outputs and weights at the timed sizes")
 
 
 class BenchReport(BaseModel):
@@ -91,6 +103,16 @@ class BenchReport(BaseModel):
     n_nonfinite_checked: int = Field(0, description="verified kernels checked on NaN and "
                                                     "infinities (eval.nonfinite)")
     n_nonfinite_kept: int = Field(0, description="... of which keep the reference's")
+    baseline: str | None = Field(None, description="the flags of the headline speedups' "
+                                                   "references (eval.baseline)")
+    other_baseline: str | None = None
+    fast_p_other: dict[str, float | None] = Field(default_factory=dict)
+    geomean_speedup_vs_eager_other: float | None = None
+    geomean_speedup_vs_compiled_other: float | None = None
+    classes: dict[str, int] = Field(
+        default_factory=dict, description="verified, timed kernels against the better of eager "
+                                          "and torch.compile: faster by >5%, within 5%, slower")
+    classes_other: dict[str, int] = Field(default_factory=dict)
     wall_s: float = 0.0
     problems: list[ProblemOutcome]
 
@@ -116,6 +138,25 @@ def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def speed_class(vs_eager: float | None, vs_compiled: float | None) -> str | None:
+    """'faster' (by more than 5% than the better of eager and torch.compile), 'within' (5%)
+    or 'slower'; None untimed."""
+    refs = [v for v in (vs_eager, vs_compiled) if v]
+    if not refs:
+        return None
+    worst = min(refs)
+    return "faster" if worst > 1.05 else "within" if worst >= 0.95 else "slower"
+
+
+def _classes(pairs: list[tuple[float | None, float | None]]) -> dict[str, int]:
+    out = {"faster": 0, "within": 0, "slower": 0}
+    for e, c in pairs:
+        k = speed_class(e, c)
+        if k:
+            out[k] += 1
+    return out
+
+
 def summarize(outcomes: list[ProblemOutcome], *, problems_dir: str, target: str, timed: bool,
               simulated: bool, synthesizer: str, rounds: int, wall_s: float = 0.0
               ) -> BenchReport:
@@ -127,6 +168,10 @@ def summarize(outcomes: list[ProblemOutcome], *, problems_dir: str, target: str,
     fast: dict[str, float | None] = {
         f"{p:.1f}": (sum(1 for o in correct if (o.speedup_vs_eager or 0.0) > p) / n
                    if timed and n else None) for p in FAST_P}
+    other = [o for o in correct if o.other_baseline]
+    fast_other: dict[str, float | None] = {
+        f"{p:.1f}": (sum(1 for o in other if (o.speedup_vs_eager_other or 0.0) > p) / n
+                   if n else None) for p in FAST_P} if other and timed else {}
     return BenchReport(
         problems_dir=problems_dir, target=target, timed=timed, simulated=simulated,
         synthesizer=synthesizer, rounds=rounds, created=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -137,6 +182,17 @@ def summarize(outcomes: list[ProblemOutcome], *, problems_dir: str, target: str,
         n_speedup_vs_compiled=len(compiled) if timed else 0,
         n_nonfinite_checked=sum(1 for o in correct if o.nonfinite),
         n_nonfinite_kept=sum(1 for o in correct if o.nonfinite == "kept"),
+        baseline=next((o.baseline for o in correct if o.baseline), None),
+        other_baseline=next((o.other_baseline for o in other), None),
+        fast_p_other=fast_other,
+        geomean_speedup_vs_eager_other=_geomean(
+            [o.speedup_vs_eager_other for o in other if o.speedup_vs_eager_other]),
+        geomean_speedup_vs_compiled_other=_geomean(
+            [o.speedup_vs_compiled_other for o in other if o.speedup_vs_compiled_other]),
+        classes=_classes([(o.speedup_vs_eager, o.speedup_vs_compiled) for o in correct])
+        if timed and not simulated else {},
+        classes_other=_classes([(o.speedup_vs_eager_other, o.speedup_vs_compiled_other)
+                                for o in other]) if other and timed else {},
         wall_s=wall_s, problems=outcomes)
 
 
@@ -193,7 +249,10 @@ def bench_one(path: Path, *, target: str, settings: Settings,
                               reason=f"internal error (please report it): "
                                      f"{type(exc).__name__}: {exc}",
                               wall_s=time.monotonic() - start)
-    timing = result.best_result.timing if result.best_result else None
+    best = result.best_result
+    timing = best.timing if best else None
+    other = timing.other_baseline if timing else None
+    memory = best.memory if best else None
     reason = "" if result.ok else (f"no verified kernel in {result.candidates} candidate(s): "
                                    f"{result.stop_reason or 'unfinished'}"
                                    f"{_first_failure(Path(result.run_dir))}")
@@ -208,7 +267,15 @@ def bench_one(path: Path, *, target: str, settings: Settings,
         latency_ms=result.best_latency_ms, rounds=result.rounds, candidates=result.candidates,
         verified=result.verified, stop_reason=result.stop_reason, advice=result.advice,
         wall_s=time.monotonic() - start, synthesizer=result.synthesizer,
-        nonfinite=nonfinite_outcome(result.best_result.checks) if result.best_result else None)
+        nonfinite=nonfinite_outcome(best.checks) if best else None,
+        baseline=timing.baseline or None if timing else None,
+        other_baseline=other.baseline if other else None,
+        speedup_vs_eager_other=other.speedup_vs_eager if other else None,
+        speedup_vs_compiled_other=other.speedup_vs_compiled if other else None,
+        flags_matter=(not other.same_ops) if other else None,
+        precision=best.precision.summary() if best and best.precision else None,
+        judge_peak_gib=memory.judge_peak_bytes / 2**30 if memory else None,
+        footprint_gib=memory.footprint_bytes / 2**30 if memory else None)
 
 
 def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: int | None = None,
@@ -266,10 +333,26 @@ def roofline_cell(o: ProblemOutcome) -> str:
     return f"{'' if o.roofline_beyond_l2 else '~'}{o.eager_roofline:.2f} / {kernel}"
 
 
+def memory_cell(o: ProblemOutcome) -> str:
+    """``31.2 GiB / 6.4 GiB (4.9x)``: the judge's peak against the problem's own data."""
+    if o.judge_peak_gib is None or not o.footprint_gib:
+        return "-"
+    return (f"{o.judge_peak_gib:.1f} / {o.footprint_gib:.1f} GiB "
+            f"({o.judge_peak_gib / o.footprint_gib:.1f}x)")
+
+
+def _classes_line(classes: dict[str, int], flags_label: str) -> str:
+    return (f"- against the better of eager and torch.compile at {flags_label}: "
+            f"{classes.get('faster', 0)} faster by >5%, {classes.get('within', 0)} within 5%, "
+            f"{classes.get('slower', 0)} slower")
+
+
 def markdown(report: BenchReport) -> str:
     """The report as Markdown: the figures, then one row per problem."""
     untimed = "not timed"
     sim = " (simulated)" if report.simulated else ""
+    two = bool(report.other_baseline)  # both presets' columns
+    mem = any(o.judge_peak_gib is not None for o in report.problems)
     fast = ", ".join(f"fast_{p} = {v:.2f}" if v is not None else f"fast_{p}: {untimed}"
                      for p, v in report.fast_p.items())
     compiled = (_x(report.geomean_speedup_vs_compiled, "no torch.compile reference")
@@ -290,14 +373,32 @@ def markdown(report: BenchReport) -> str:
     if report.n_nonfinite_checked:
         lines.append(f"- NaN and infinities as the reference: {report.n_nonfinite_kept} of "
                      f"{report.n_nonfinite_checked} verified kernels checked (eval.nonfinite)")
+    if report.baseline:
+        lines.insert(3, f"Baselines: eager and torch.compile at **{report.baseline}**"
+                        + (f"; the second column of each pair at {report.other_baseline}"
+                           if report.other_baseline else "") + ". The truth kernels are "
+                        "checked against is computed with TF32 off either way.")
+        lines.insert(4, "")
+    if report.classes:
+        lines.append(_classes_line(report.classes, report.baseline or "these baselines"))
+    if report.other_baseline and report.classes_other:
+        lines.append(_classes_line(report.classes_other, report.other_baseline))
+        fast_o = ", ".join(f"fast_{p} = {v:.2f}" for p, v in report.fast_p_other.items()
+                           if v is not None)
+        lines.append(f"- at {report.other_baseline}: {fast_o}; geometric-mean speedup "
+                     f"{_x(report.geomean_speedup_vs_eager_other, '-')} vs eager, "
+                     f"{_x(report.geomean_speedup_vs_compiled_other, '-')} vs torch.compile")
     lines += [
         "", "Roofline: the fraction of the memory roofline (every input read once and every "
         "output written once at the device's measured copy bandwidth) that eager and the kernel "
         "reach; `~` marks traffic within 4x the L2 cache, where it is no real floor; "
         "compute-bound operators sit far below 1 by nature.", "",
-        "| problem | correct | vs eager | vs torch.compile | roofline eager / kernel | NaN / inf "
-        "| rounds | candidates | run | why |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| problem | correct | vs eager | vs torch.compile | " + (
+            "vs eager, other flags | vs torch.compile, other flags | " if two else "")
+        + "roofline eager / kernel | NaN / inf | " + ("judge peak / data | " if mem else "")
+        + "rounds | candidates | run | why |",
+        "|---|---|---|---|" + ("---|---|" if two else "") + "---|---|" + ("---|" if mem else "")
+        + "---|---|---|---|",
     ]
     for o in report.problems:
         eager = _x(o.speedup_vs_eager, untimed if not report.timed else "-")
@@ -306,10 +407,14 @@ def markdown(report: BenchReport) -> str:
                                                o.speedup_vs_compiled) if o.correct else None)
         why = o.reason or "; ".join(w for w in (advice, o.stop_reason) if w)
         why = why.replace("|", "/").replace("\n", " ")
+        same = "" if o.flags_matter else " (same)"
+        eager_o = _x(o.speedup_vs_eager_other, "-") + (same if o.other_baseline else "")
+        comp_o = _x(o.speedup_vs_compiled_other, "-") + (same if o.other_baseline else "")
         lines.append(f"| {o.problem} | {'yes' if o.correct else 'no'} | {eager} | {comp} | "
-                     f"{roofline_cell(o)} | {o.nonfinite or '-'} | {o.rounds} | {o.candidates} "
-                     f"| {o.run_id or '-'} "
-                     f"| {why} |")
+                     + (f"{eager_o} | {comp_o} | " if two else "")
+                     + f"{roofline_cell(o)} | {o.nonfinite or '-'} | "
+                     + (f"{memory_cell(o)} | " if mem else "")
+                     + f"{o.rounds} | {o.candidates} | {o.run_id or '-'} | {why} |")
     return "\n".join(lines) + "\n"
 
 

@@ -60,6 +60,8 @@ def render_tune_result(result: TuneResult, console: Console) -> None:
         timing = result.best_result.timing if result.best_result else None
         if timing is not None and timing.speedup_vs_compiled is not None:
             rows.append(("vs torch.compile", f"{timing.speedup_vs_compiled:.2f}x"))
+        if timing is not None and timing.baseline and not timing.simulated:
+            rows.append(("speedups", timing.speedup_line()))
         rows.append(("kernel", result.kernel_path))
         if result.advice:
             rows.append(("advice", f"[yellow]{result.advice}[/yellow]"))

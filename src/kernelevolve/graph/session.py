@@ -183,7 +183,7 @@ class Session:
                  on_event: Callable[[Event], None] | None = None) -> None:
         self.run_dir, self.spec, self.settings = run_dir, spec, settings
         self.problem, self.target = problem, target
-        synthesizer = synthesizer or make_synthesizer(settings, problem)
+        synthesizer = synthesizer or make_synthesizer(settings, problem, target.name)
         if synthesizer.name != spec.synthesizer:
             raise RunError(f"run {spec.run_id} was made with the synthesizer {spec.synthesizer}, "
                            f"but this configuration gives {synthesizer.name}; resume it with "
@@ -224,7 +224,7 @@ class Session:
         path.mkdir(parents=True, exist_ok=True)
         reason = "given by the caller"
         if synthesizer is None:
-            synthesizer, reason = choose_synthesizer(settings, prob)
+            synthesizer, reason = choose_synthesizer(settings, prob, tgt.name)
         spec = RunSpec(run_id=run_id, problem_path=str(prob.path.resolve()),
                        problem_digest=prob.digest, target=tgt.name,
                        synthesizer=synthesizer.name, synthesizer_reason=reason,

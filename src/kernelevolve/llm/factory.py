@@ -27,11 +27,18 @@ class OfflineSynthesizer:
     name = "offline"
     reads_knowledge = False  # templates and parameters; retrieved text would go unread
 
-    def __init__(self, problem: Problem, seed: int = 0, opt_in: bool = False) -> None:
+    def __init__(self, problem: Problem, seed: int = 0, opt_in: bool = False,
+                 tf32: bool = False) -> None:
         try:
             # the space it explores: a template's opt-in values only where asked (``opt_in``:
-            # search.fp16x3)
-            self.plan = offline.analyze(problem).searched(opt_in)
+            # search.fp16x3); one TF32 product in convolutions where the precision contract
+            # allows it (``tf32``: tf32_allowed)
+            plan = offline.analyze(problem)
+            if tf32:
+                from kernelevolve.llm.offline.conv import with_tf32
+
+                plan = with_tf32(plan)
+            self.plan = plan.searched(opt_in)
         except offline.Unsupported as exc:
             raise SynthesisError(
                 f"the offline synthesizer cannot write a kernel for {problem.path.name}: {exc}. "
@@ -112,7 +119,20 @@ def operator_class(problem: Problem) -> str | None:
         return None
 
 
-def choose_synthesizer(settings: Settings, problem: Problem) -> tuple[Synthesizer, str]:
+def tf32_allowed(settings: Settings, target: str | None) -> bool:
+    """Whether kernels for ``target`` may compute fp32 convolutions in TF32: on a GPU, where
+    the precision contract is the baseline's and the baseline's cuDNN runs in TF32 (PyTorch's
+    default). The judge holds each such kernel to the baseline's measured error."""
+    from kernelevolve.tools.harness import flags
+
+    if target != "cuda" or settings.eval.precision != "baseline":
+        return False
+    chosen = flags.resolve(settings.eval.baseline, settings.eval.baseline_flags.model_dump())
+    return bool(chosen["cudnn_allow_tf32"])
+
+
+def choose_synthesizer(settings: Settings, problem: Problem, target: str | None = None
+                       ) -> tuple[Synthesizer, str]:
     """The synthesizer ``llm.use`` picks (``kernelevolve.llm.local.choose``) and why: by default
     the configured endpoint; else the offline synthesizer where its templates cover the operator
     and the installed local model where they do not; else the offline synthesizer (which may
@@ -134,10 +154,11 @@ def choose_synthesizer(settings: Settings, problem: Problem) -> tuple[Synthesize
     if use == "local" and local is not None:
         return LocalSynthesizer(local, settings.llm, examples=settings.search.retrieve,
                                 seed=settings.search.seed, store=settings.store), why
-    return OfflineSynthesizer(problem, seed=settings.search.seed,
-                              opt_in=settings.search.fp16x3), why
+    return OfflineSynthesizer(problem, seed=settings.search.seed, opt_in=settings.search.fp16x3,
+                              tf32=tf32_allowed(settings, target)), why
 
 
-def make_synthesizer(settings: Settings, problem: Problem) -> Synthesizer:
+def make_synthesizer(settings: Settings, problem: Problem, target: str | None = None
+                     ) -> Synthesizer:
     """``choose_synthesizer`` without the reason."""
-    return choose_synthesizer(settings, problem)[0]
+    return choose_synthesizer(settings, problem, target)[0]

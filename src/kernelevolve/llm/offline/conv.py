@@ -116,6 +116,16 @@ and the passes cost more than it saved. fp16/bf16 convolutions keep their ieee d
 tiles; the depthwise kernel has no dot. The interpreter computes every precision exactly, so
 the parameter runs on every device and only a GPU tells them apart.
 
+One TF32 product (``TF32X3 = 4``, in the space and the default only through ``with_tf32``):
+where the caller allows TF32 precision because the timed baseline computes in it (torch runs
+fp32 convolutions through cuDNN in TF32: ``torch.backends.cudnn.allow_tf32`` is True by
+default), the GEMMs' ``tl.dot`` takes ``input_precision="tf32"``, one tensor-core product of
+the operands rounded to TF32 (10 mantissa bits: TF32-level error, as cuDNN's), nothing split
+and no flag: with no remainder taken, an infinity or NaN gives what the FMA units' sum would.
+The TMA GEMM (``TMA = 1``) then issues one such product a k step, of the x box and the weight
+copy as they are, summed on the tensor cores across K as cuDNN's TF32 path does (``TMA`` 2
+and 3 keep fp16x3). Not yet timed on a GPU.
+
 TMA (``TMA``, the default for fp32 plans with a channels-last implicit GEMM): where a launch has
 stride 1 (a standard convolution without a stride; every transposed convolution's phases), its
 tap's channels are whole slices of at least 16 and the rows of x and of the weight copy are
@@ -218,7 +228,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -249,6 +259,9 @@ DIRECT_SPACE = {"BLOCK_H": (1, 2, 4, 8, 16, 32), "BLOCK_W": (32, 64, 128, 256, 5
 # fp32 products of the GEMMs: 1 tf32x3 tensor-core products (each tile split in the kernel),
 # 2 the same of operands split once before the implicit GEMMs (tf32.py), 0 ieee FMA
 TF32X3_SPACE = {"TF32X3": (1, 0, 2)}
+# ... and one plain TF32 product: TF32-level error, as cuDNN's default for fp32 convolutions, so
+# in the space (and the default) only where the caller allows TF32 (``with_tf32``)
+ONE_TF32 = 4
 # The channels-last implicit GEMM with tf32x3 products and stride 1 through TMA (1: x tiles as
 # boxes of a descriptor, the weight split once, each k step's three TF32 products added in fp32;
 # 2: the same with fp16x3 products of x and the weight split once into scaled fp16 parts; 3:
@@ -705,3 +718,20 @@ def plan(problem: Problem, traced: Traced) -> KernelPlan | None:
     return KernelPlan("convolution", desc, space, defaults,
                       ConvTemplate(problem, traced, chain, desc, tf32x3, implicit),
                       opt_in=TMA_OPT_IN if "TMA" in space else {})
+
+
+def with_tf32(plan: KernelPlan) -> KernelPlan:
+    """``plan`` with one plain TF32 product (``TF32X3 = ONE_TF32``) in its space and as its
+    default, for a caller allowed to compute fp32 convolutions at TF32 precision: where the
+    timed baseline does (torch runs them through cuDNN in TF32 while
+    ``torch.backends.cudnn.allow_tf32`` is True, its default). The GEMMs' products are then
+    one TF32 product each; where the plan takes the TMA GEMM (``TMA = 1``), its k steps too.
+    The other TF32X3 values stay in the space. A plan without TF32X3 (16-bit or depthwise-only
+    convolutions; not a convolution plan: the matmul template's TF32X3 is its own) comes back
+    as it is. Without this call nothing changes; with it, ``plan.searched(opt_in)`` still
+    decides fp16x3 (``TMA`` 2, 3) alone, in either order."""
+    if plan.operator_class != "convolution" or "TF32X3" not in plan.space:
+        return plan
+    values = tuple(dict.fromkeys((*plan.space["TF32X3"], ONE_TF32)))
+    return replace(plan, space={**plan.space, "TF32X3": values},
+                   defaults={**plan.defaults, "TF32X3": ONE_TF32})

@@ -115,6 +115,10 @@ _DOT_STORE = '''
                 acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32")
             else:
                 acc = tl.dot(x_tile + x_lo, w_tile + w_lo, acc, input_precision="ieee")
+        elif TF32X3 == 4:
+            # one plain TF32 product (where TF32 is allowed: cuDNN's default for fp32). An
+            # infinity or NaN gives torch's values: no remainder is taken, so no inf - inf
+            acc = tl.dot(x_tile, w_tile, acc, input_precision="tf32")
         elif TF32X3:
             # fp32 as three TF32 tensor-core products of each tile split in registers
             # (hi*hi + hi*lo + lo*hi): fp32-level error; plain TF32 would miss the 1e-4 fp32
@@ -186,8 +190,8 @@ def conv_gemm_kernel(
     # flag set where either holds an infinity or NaN
     xlo_ptr, wlo_ptr, special_ptr,{_HEAD}
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr,
-    # fp32 products: 1 tf32x3, 2 split once, 0 ieee; w is a dense [C_out, K] copy, K
-    # contiguous; rows are (n, od) planes (ROWS = N * OD)
+    # fp32 products: 1 tf32x3, 2 split once, 4 one TF32 product, 0 ieee; w is a dense
+    # [C_out, K] copy, K contiguous; rows are (n, od) planes (ROWS = N * OD)
     TF32X3: tl.constexpr, W_KMAJOR: tl.constexpr, FLAT_HW: tl.constexpr,
 ):
     # Implicit GEMM: a program owns BLOCK_M output positions x BLOCK_N output channels of one
@@ -235,7 +239,8 @@ def conv_gemm_cl_kernel(
     s_xn, s_xd, s_xh, s_xw, s_on, s_oc, s_od, s_oh, s_ow, s_b,
     # Per dim: input position of tap t of output o is o * st + off + t * dil
     st_d, st_h, st_w, off_d, off_h, off_w, dil_d, dil_h, dil_w,
-    # Meta-parameters: spatial dims; bias; tiles; fp32 products (1 tf32x3, 2 split once, 0 ieee)
+    # Meta-parameters: spatial dims; bias; tiles; fp32 products (1 tf32x3, 2 split once, 4 one
+    # TF32 product, 0 ieee)
     ND: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, BLOCK_W: tl.constexpr, TF32X3: tl.constexpr, FLAT_HW: tl.constexpr,
     # runs along whole window rows (one group, taps along w adjacent: dil_w 1)
@@ -326,9 +331,10 @@ def conv_gemm_tma_kernel(
     off_d, off_h, off_w, dil_d, dil_h, dil_w,
     # Meta-parameters: bias; a program's BH output rows x BW columns, BLOCK_N output channels
     # of one group; BLOCK_K channels a k step; fp16x3 products of parts split once (FP16), the
-    # k steps' products summed on the tensor cores in CHAINS ranges (0: each k step's apart)
+    # k steps' products summed on the tensor cores in CHAINS ranges (0: each k step's apart);
+    # one TF32 product a k step of x and the weight as they are (ONE_TF32: whi is the weight)
     HAS_BIAS: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, FP16: tl.constexpr, CHAINS: tl.constexpr,
+    BLOCK_K: tl.constexpr, FP16: tl.constexpr, CHAINS: tl.constexpr, ONE_TF32: tl.constexpr,
 ):
     # Implicit GEMM with stride 1 (every transposed convolution's phase, standard ones
     # without a stride) whose x tiles come through TMA: a tap's tile of BH x BW positions is a
@@ -349,6 +355,10 @@ def conv_gemm_tma_kernel(
     # products need not finish before the next step's loads), then added in fp32: fewer
     # waits, at the cost of the tensor cores' truncating adds over a range (the matmul
     # template's chains: 3.3e-5 of the result at K = 4096 on an H200).
+    # ONE_TF32 (TF32X3 = 4, where TF32 is allowed): one plain TF32 product a k step of the x
+    # tile and the weight as they are, summed on the tensor cores across the whole K, as
+    # cuDNN's TF32 path does. No remainder is taken, so an infinity or NaN gives what the FMA
+    # units' sum would (torch's NaN and infinities): no flag and no second pass.
     BLOCK_M: tl.constexpr = BH * BW{_GROUP_TILE}
     tiles_w = tl.cdiv(OW, BW)
     tiles_h = tl.cdiv(OH, BH)
@@ -363,7 +373,12 @@ def conv_gemm_tma_kernel(
     c_base = g * C_IN_G
     special = tl.load(special_ptr)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if special == 0 and CHAINS > 0:
+    if ONE_TF32:
+        for k in range(0, K_STEPS):
+            x = conv_tma_x(x_desc, k, slices, n, od, oh0, ow0, c_base, NT_H, NT_W, off_d, off_h,
+                           off_w, dil_d, dil_h, dil_w, BLOCK_M, BLOCK_K)
+            acc = tl.dot(x, whi_desc.load([w_row, k * BLOCK_K]).T, acc, input_precision="tf32")
+    elif special == 0 and CHAINS > 0:
         k_len = tl.cdiv(K_STEPS, CHAINS)
         for c in tl.static_range(CHAINS):
             part = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -394,7 +409,7 @@ def conv_gemm_tma_kernel(
                 part = tl.dot(x - x_hi, w_hi, input_precision="tf32")
                 part = tl.dot(x_hi, w_lo, part, input_precision="tf32")
                 acc += tl.dot(x_hi, w_hi, part, input_precision="tf32")
-    if (special != 0) | (tl.max((acc != acc).to(tl.int32), axis=None) > 0):
+    if not ONE_TF32 and ((special != 0) | (tl.max((acc != acc).to(tl.int32), axis=None) > 0)):
         # an infinity or NaN: x (with FP16 its parts' sum) times the weight's parts' sum (each
         # to 2^-22) on the FMA units, which keep torch's infinities and NaN
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -480,7 +495,7 @@ def conv_im2col_gemm_kernel(
     P, KP, C_OUT_G,
     # Strides of the output (image, channel, position) and of the bias
     s_on, s_oc, s_op, s_b,
-    # Meta-parameters: fp32 products (1 tf32x3, 2 split once, 0 ieee)
+    # Meta-parameters: fp32 products (1 tf32x3, 2 split once, 4 one TF32 product, 0 ieee)
     HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, TF32X3: tl.constexpr,
 ):
@@ -764,7 +779,8 @@ def conv_pointwise_kernel(
     # Strides of x and out (batch, channel, position: the spatial dims read as one), of w
     # (output, input channel) and of the bias
     s_xn, s_xc, s_xp, s_on, s_oc, s_op, s_wo, s_wi, s_b,
-    # Meta-parameters
+    # Meta-parameters: fp32 products (1 and 2 tf32x3, split in the kernel; 4 one TF32 product;
+    # 0 ieee)
     HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, TF32X3: tl.constexpr,
 ):
@@ -794,7 +810,9 @@ def conv_pointwise_kernel(
                          mask=mask_n[:, None] & mask_k[None, :], other=0.0).to(tl.float32)
         x_tile = tl.load(x_base + (offs_k.to(tl.int64)[:, None] * s_xc + offs_p[None, :] * s_xp),
                          mask=mask_k[:, None] & mask_p[None, :], other=0.0).to(tl.float32)
-        if TF32X3:
+        if TF32X3 == 4:
+            acc = tl.dot(w_tile, x_tile, acc, input_precision="tf32")
+        elif TF32X3:
             acc = tl.dot(w_tile, x_tile, acc, input_precision="tf32x3")
         else:
             acc = tl.dot(w_tile, x_tile, acc, input_precision="ieee")
@@ -1194,7 +1212,7 @@ def _pointwise_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, s_xp, tf32x3):
         tiles_p, x5.stride(0), x5.stride(1), s_xp, out.stride(0), out.stride(1),
         _flat_stride(out), w5.stride(0), w5.stride(1), bias.stride(0) if has_bias else 0,
         HAS_BIAS=has_bias, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-        TF32X3=bool(tf32x3), num_warps=NUM_WARPS)
+        TF32X3=int(tf32x3), num_warps=NUM_WARPS)
 
 
 def _position_tiles(out):
@@ -1213,10 +1231,11 @@ def _position_tiles(out):
 
 
 def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, off, dil,
-                st, k_total, tma):
+                st, k_total, tma, one_tf32=False):
     """An fp32 convolution (or transposed phase) with stride 1 through conv_gemm_tma_kernel:
     x channels-last (``xs``, a _GemmInput) read in TMA boxes, the weight split once; its
-    products (``tma``) TF32 ones (1), or fp16x3 (2, 3: both operands as fp16 parts, k steps of
+    products (``tma``) TF32 ones (1: three, or with ``one_tf32`` one product of x and the
+    weight as they are, nothing split), or fp16x3 (2, 3: both operands as fp16 parts, k steps of
     twice BLOCK_K channels where they divide a tap's and take at most 128 bytes; 3: the k
     steps' products summed on the tensor cores in ranges of at most TMA_CHAIN_K). None
     (nothing launched or made) where it does not fit: a stride, a tap's channels not whole
@@ -1227,6 +1246,7 @@ def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
 
     x5 = xs.x5
     fp16 = tma >= 2
+    one_tf32 = bool(one_tf32) and not fp16
     block_k = min(BLOCK_K, c_in_g)
     if fp16 and 2 * block_k <= 64 and c_in_g % (2 * block_k) == 0:
         block_k *= 2
@@ -1253,7 +1273,7 @@ def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
         if any(s % 4 for s in x_cl.stride()[:-1]) or x_cl.data_ptr() % 16:
             return None
         special = x_bits = w_bits = torch.zeros(1, dtype=torch.int32, device=x5.device)
-        w_hi, w_lo = split_dense(wk, special)
+        w_hi, w_lo = (wk, wk) if one_tf32 else split_dense(wk, special)
     block_n = min(BLOCK_N, max(16, triton.next_power_of_2(c_out_g)))
     x_descs = [TensorDescriptor.from_tensor(t.permute(0, 2, 3, 4, 1), [1, 1, bh, bw, block_k])
                for t in (x, x_lo)]
@@ -1268,16 +1288,17 @@ def _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, of
         c_in_g, c_out_g, od, oh, ow, taps[1][2], taps[2][2],
         taps[0][2] * taps[1][2] * taps[2][2] * (c_in_g // block_k), *out.stride(),
         bias.stride(0) if has_bias else 0, *off, *dil, HAS_BIAS=has_bias, BH=bh, BW=bw,
-        BLOCK_N=block_n, BLOCK_K=block_k, FP16=fp16, CHAINS=chains, num_warps=NUM_WARPS,
-        num_stages=_tma_stages(bh * bw, block_n, block_k, fp16))
+        BLOCK_N=block_n, BLOCK_K=block_k, FP16=fp16, CHAINS=chains, ONE_TF32=one_tf32,
+        num_warps=NUM_WARPS, num_stages=_tma_stages(bh * bw, block_n, block_k, fp16, one_tf32))
     return out
 
 
-def _tma_stages(block_m, block_n, block_k, fp16=False):
+def _tma_stages(block_m, block_n, block_k, fp16=False, one_tf32=False):
     """The TMA GEMM's pipeline stages: TMA_STAGES, fewer where they would take more than
     TMA_STAGE_BYTES of shared memory (a stage: an fp32 x box and the weight's two TF32 parts,
-    or with ``fp16`` two fp16 parts of each), at least 2."""
-    stage = 4 * block_k * (block_m + (1 if fp16 else 2) * block_n)
+    with ``one_tf32`` the fp32 weight box alone, or with ``fp16`` two fp16 parts of each), at
+    least 2."""
+    stage = 4 * block_k * (block_m + (1 if fp16 or one_tf32 else 2) * block_n)
     return max(2, min(TMA_STAGES, TMA_STAGE_BYTES // stage))
 
 
@@ -1287,15 +1308,16 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     OW] (any strides): the depthwise kernel for one input channel per group, the pointwise
     GEMM for a 1x1 one, else an implicit GEMM over ``xs`` (a _GemmInput): channels-last, or
     x as it is through the window table. ``tf32x3``: the GEMMs' fp32 products as three TF32
-    ones, split in the kernel (1) or once before it (2), the implicit GEMM reading a K-major
-    copy of the weight; 0 ieee. ``run_w``: the channels-last GEMM's k runs along whole window
-    rows where they lie contiguous in x (one group, adjacent taps along w). ``fma``: a
+    ones, split in the kernel (1) or once before it (2), or one plain TF32 product (4), the
+    implicit GEMM reading a K-major copy of the weight; 0 ieee. ``run_w``: the channels-last
+    GEMM's k runs along whole window rows where they lie contiguous in x (one group, adjacent
+    taps along w). ``fma``: a
     reduction (input channels per group x taps) of at most MAX_FMA_K runs on the FMA units
     instead (``conv_fma_kernel``). ``im2col``: a standard convolution with one group writes its
     im2col matrix once and multiplies it by the weight in a plain GEMM (``_im2col_launch``).
-    ``tma``: with tf32x3 products, a channels-last implicit GEMM with stride 1 reads x through
-    TMA (``_tma_launch``), where it fits: its products TF32 ones (1) or fp16x3 (2; 3 with the k
-    steps' products chained on the tensor cores)."""
+    ``tma``: with TF32 products (tf32x3 1 or 4), a channels-last implicit GEMM with stride 1
+    reads x through TMA (``_tma_launch``), where it fits: its products TF32 ones (1: three, one
+    with tf32x3 4) or fp16x3 (2; 3 with the k steps' products chained on the tensor cores)."""
     n_batch, c_out = out.shape[0], out.shape[1]
     m = n_batch * out.shape[2] * out.shape[3] * out.shape[4]
     if m == 0:
@@ -1331,9 +1353,9 @@ def _conv_launch(x5, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps, o
     grid, rows, block_w, flat_hw = _tile_grid(out, c_out_g, groups, block_n)
     if xs.channels_last:
         off, dil = _tap_lines(taps, offsets, pad)
-        if (tma and tf32x3 == 1 and not run_w
+        if (tma and tf32x3 in (1, 4) and not run_w
                 and _tma_launch(xs, w5, bias, out, c_in_g, c_out_g, groups, transposed, taps,
-                                off, dil, st, k_total, int(tma)) is not None):
+                                off, dil, st, k_total, int(tma), tf32x3 == 4) is not None):
             return
         xc, xc_lo = xs.get()
         # a window row's taps along w lie next to each other where they are adjacent and the
@@ -1387,7 +1409,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
             out_rows=False, tma=False):
     """A 1-3 dim (transposed) convolution of ``x`` [N, C, *spatial] by ``weight``; ``tf32x3``:
     fp32 GEMM products as three TF32 tensor-core ones, each tile split in the kernel (1) or
-    the operands split once before it (2), else (0) ieee FMA; ``channels_last``: the
+    the operands split once before it (2), as one plain TF32 product (4: TF32-level error, as
+    cuDNN's default; where TF32 is allowed), else (0) ieee FMA; ``channels_last``: the
     implicit GEMM reads a channels-last copy of x, k walking a tap's channels (1) or a window
     row's taps along w and their channels where they lie contiguous (2); else (0) x as it is,
     through the window table; ``fma``: a convolution whose reduction (input channels per group
@@ -1398,10 +1421,11 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, transposed, outp
     input channels * taps) once, then multiplies it by the weight in a plain GEMM, where the
     matrix takes at most IM2COL_MAX_BYTES; ``out_rows``: a transposed convolution whose
     reduction (input channels per group x window taps) is at most MAX_FMA_K runs on the FMA
-    units in output order, a program a run of one output row's columns; ``tma``: with tf32x3
-    products (1) and a channels-last x (1), an implicit GEMM with stride 1 (a transposed
-    convolution's phases, a standard one without a stride) reads x through TMA and the weight
-    split once (``conv_gemm_tma_kernel``), where it fits: three TF32 products (1), or fp16x3
+    units in output order, a program a run of one output row's columns; ``tma``: with TF32
+    products (tf32x3 1 or 4) and a channels-last x (1), an implicit GEMM with stride 1 (a
+    transposed convolution's phases, a standard one without a stride) reads x through TMA and
+    the weight split once (``conv_gemm_tma_kernel``), where it fits: three TF32 products (1;
+    with tf32x3 4 one product of x and the weight as they are, nothing split), or fp16x3
     (2: x and the weight scaled by powers of two and split once into fp16 parts; 3: the same,
     the k steps' products summed on the tensor cores in ranges of at most TMA_CHAIN_K)."""
     nd = weight.dim() - 2

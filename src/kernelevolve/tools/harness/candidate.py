@@ -408,6 +408,12 @@ class CandidateSide:
             "notes": list(guard.UNTIMED_AUTOTUNE),
         }
 
+    def do_memory(self) -> dict[str, Any]:
+        """This process's peak allocated device memory (for the judge's report only)."""
+        if self.device.type != "cuda":
+            return {"peak_bytes": 0}
+        return {"peak_bytes": int(torch.cuda.max_memory_allocated(self.device))}
+
     def do_keep_previous(self) -> dict[str, Any]:
         self.previous = self.last_out
         return {}

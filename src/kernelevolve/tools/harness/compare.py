@@ -36,6 +36,7 @@ Worker-side: torch and the standard library only.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -432,3 +433,134 @@ def bitwise_equal(x: Any, y: Any) -> bool:
         elif a != b:
             return False
     return True
+
+
+def own_copy(value: Any, others: list[Any]) -> Any:
+    """``value`` (a forward's result) with each tensor leaf that shares memory with one of
+    ``others`` (inputs, parameters) cloned, the rest as they are: a reference's output that is
+    a view of its input must not change when the input is refilled, and an output that owns
+    its memory needs no copy (at KernelBench's sizes a copy is gigabytes)."""
+    held = {t.untyped_storage().data_ptr() for t in others
+            if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes()}
+    if isinstance(value, list | tuple):
+        return type(value)(own_copy(v, others) for v in value)
+    if isinstance(value, torch.Tensor):
+        shared = value.untyped_storage().nbytes() and (
+            value.untyped_storage().data_ptr() in held)
+        return value.detach().clone() if shared else value.detach()
+    return value
+
+
+def fingerprint(value: Any, key: int) -> tuple[Any, ...]:
+    """A digest of ``value``'s leaves that equals another's, bar a 2^-64 chance, exactly when
+    the two are bitwise equal (NaN payloads included): their shapes, dtypes and a sum of every
+    32-bit word times a weight drawn from ``key``. The judge keeps this instead of a whole
+    earlier output (gigabytes at KernelBench's sizes); the candidate never learns ``key``."""
+    digest: list[Any] = []
+    for leaf in as_list(value) if value is not None else []:
+        if not isinstance(leaf, torch.Tensor):
+            digest.append(("value", repr(leaf)))
+            continue
+        flat = leaf.detach().reshape(-1).contiguous().view(torch.uint8)
+        pad = (-flat.numel()) % 4
+        if pad:
+            flat = torch.cat([flat, flat.new_zeros(pad)])
+        words = flat.view(torch.int32)
+        gen = torch.Generator(device=words.device).manual_seed(key)
+        total = torch.zeros(2, dtype=torch.int64, device=words.device)
+        step = _step(words)
+        for start in range(0, words.numel(), step):
+            part = words[start:start + step].to(torch.int64)
+            weights = torch.randint(1, 2**62, (2, part.numel()), generator=gen,
+                                    device=words.device, dtype=torch.int64) | 1
+            total += (weights * part).sum(dim=1)  # wraps modulo 2^64: still a fine digest
+        digest.append((tuple(leaf.shape), str(leaf.dtype), *total.tolist()))
+    return tuple(digest)
+
+
+@dataclass
+class ErrorStats:
+    """Errors against the float64 truth over one output: the largest and the root mean square,
+    of the candidate, of the baseline (the reference under the timed flags) and of the fp32
+    reference, and how many elements break the non-finite rule."""
+
+    cand_max: float
+    cand_rms: float
+    base_max: float
+    base_rms: float
+    ref_max: float
+    ref_rms: float
+    nonfinite_bad: int
+
+
+def error_stats(e: torch.Tensor, a: torch.Tensor, t: torch.Tensor, b: torch.Tensor) -> ErrorStats:
+    """``ErrorStats`` of the candidate ``a``, the baseline ``b`` and the fp32 reference ``e``
+    against the truth ``t``, in chunks. Errors count where the truth and the reference are
+    finite (the candidate must be finite there too); the baseline's where it is finite as
+    well, so a baseline that overflows does not loosen anything."""
+    fe, fa, ft, fb = (x.reshape(-1) for x in (e, a, t, b))
+    dev, step = fe.device, _step(fe)
+    acc = torch.zeros(6, dtype=torch.float64, device=dev)  # 3 x (max, sum of squares)
+    counts = torch.zeros(3, dtype=torch.int64, device=dev)  # counted elements, baseline's, bad
+    for start in _chunks(fe):
+        part = slice(start, start + step)
+        ee, aa, tt, bb = (x[part].to(torch.float64) for x in (fe, fa, ft, fb))
+        finite_e = torch.isfinite(ee)
+        bad = ~finite_e & ~((aa == ee) | (aa.isnan() & ee.isnan()))
+        bad |= finite_e & ~torch.isfinite(aa)
+        counted = finite_e & torch.isfinite(tt) & torch.isfinite(aa)
+        with_base = counted & torch.isfinite(bb)
+        for j, (x, mask) in enumerate(((aa, counted), (bb, with_base), (ee, counted))):
+            d = torch.where(mask, (x - tt).abs(), 0.0)
+            if d.numel():
+                acc[2 * j] = torch.maximum(acc[2 * j], d.max())
+            acc[2 * j + 1] += (d * d).sum()
+        counts[0] += counted.sum()
+        counts[1] += with_base.sum()
+        counts[2] += bad.sum()
+    a_, n = acc.tolist(), counts.tolist()
+    rms = [math.sqrt(a_[1] / n[0]) if n[0] else 0.0, math.sqrt(a_[3] / n[1]) if n[1] else 0.0,
+           math.sqrt(a_[5] / n[0]) if n[0] else 0.0]
+    return ErrorStats(a_[0], rms[0], a_[2], rms[1], a_[4], rms[2], int(n[2]))
+
+
+def within_baseline(expected: Any, actual: Any, truth: Any, baseline: Any, factor: float
+                    ) -> tuple[bool, str]:
+    """The precision contract 'baseline' (``eval.precision``): per floating output, the
+    candidate's largest and root-mean-square errors against the float64 ``truth`` must each be
+    within ``factor`` times the larger of the baseline's and the fp32 reference's, all measured
+    on these inputs; NaN and infinities as the fp32 reference's; every other output exact.
+    Both figures, because either alone can be gamed: a kernel right on average but far off at
+    a few elements fails the largest, one a little off everywhere (fewer bits than the
+    baseline keeps) fails the mean square. (True, the figures) or (False, the reason)."""
+    exp, act, true, base = (as_list(v) for v in (expected, actual, truth, baseline))
+    if not len(exp) == len(act) == len(true) == len(base):
+        return False, "the outputs' structure differs from the reference's"
+    figures = []
+    for i, (e, a, t, b) in enumerate(zip(exp, act, true, base, strict=True)):
+        if not isinstance(e, torch.Tensor) or not e.dtype.is_floating_point:
+            same = (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)
+                    and a.shape == e.shape and a.dtype == e.dtype and torch.equal(a, e)
+                    ) if isinstance(e, torch.Tensor) else a == e
+            if not same:
+                return False, f"output {i} is not floating and differs from the reference's"
+            continue
+        if not (isinstance(a, torch.Tensor) and a.shape == e.shape and a.dtype == e.dtype
+                and a.device == e.device):
+            return False, f"output {i} differs in shape, dtype or device"
+        if not all(isinstance(x, torch.Tensor) and x.shape == e.shape for x in (t, b)):
+            return False, f"output {i}: no float64 truth or baseline of its shape to measure by"
+        st = error_stats(e, a, t, b)
+        if st.nonfinite_bad:
+            return False, (f"output {i}: {st.nonfinite_bad} NaN/Inf values where the reference "
+                           f"has none (or the reverse)")
+        allow_max = factor * max(st.base_max, st.ref_max)
+        allow_rms = factor * max(st.base_rms, st.ref_rms)
+        said = (f"output {i}: error against the float64 truth {st.cand_max:.3g} largest, "
+                f"{st.cand_rms:.3g} rms; the baseline's {st.base_max:.3g} / {st.base_rms:.3g}, "
+                f"the fp32 reference's {st.ref_max:.3g} / {st.ref_rms:.3g} (allowed "
+                f"{factor:g}x the larger)")
+        if st.cand_max > allow_max or st.cand_rms > allow_rms:
+            return False, said
+        figures.append(said)
+    return True, "; ".join(figures)

@@ -46,7 +46,24 @@ def render_result(result: EvalResult, console: Console) -> None:
                           f"{t.compiled.iqr_ms:.4f}", f"{t.compiled.cv:.2%}",
                           str(t.compiled.trials),
                           f"{t.speedup_vs_compiled:.2f}x" if t.speedup_vs_compiled else "")
+        other = t.other_baseline
+        if other is not None and not other.same_ops:
+            table.add_row(f"eager, {other.baseline}", f"{other.eager.median_ms:.4f}",
+                          f"{other.eager.iqr_ms:.4f}", f"{other.eager.cv:.2%}",
+                          str(other.eager.trials),
+                          f"{other.speedup_vs_eager:.2f}x" if other.speedup_vs_eager else "")
+            if other.compiled:
+                table.add_row(f"torch.compile, {other.baseline}",
+                              f"{other.compiled.median_ms:.4f}", f"{other.compiled.iqr_ms:.4f}",
+                              f"{other.compiled.cv:.2%}", str(other.compiled.trials),
+                              f"{other.speedup_vs_compiled:.2f}x"
+                              if other.speedup_vs_compiled else "")
         console.print(table)
+        if t.baseline and not t.simulated:
+            console.print(f"[dim]eager and torch.compile ran at {t.baseline}"
+                          + ("; the other flags change no op of this problem"
+                             if other is not None and other.same_ops else "") + "[/dim]",
+                          highlight=False)
         if t.references_reused:
             console.print("[dim]eager and torch.compile were timed by an earlier evaluation of "
                           "this run at these sizes[/dim]")
@@ -57,6 +74,17 @@ def render_result(result: EvalResult, console: Console) -> None:
             console.print(f"[yellow]torch.compile reference failed:[/yellow] {t.compile_error}")
     elif result.not_timed_reason:
         console.print(f"[dim]not timed: {result.not_timed_reason}[/dim]")
+    if result.precision is not None:
+        console.print(f"[dim]precision contract: {result.precision.summary()}[/dim]",
+                      highlight=False)
+        for line in result.precision.passed_under_it[:3]:
+            console.print(f"[dim]  {line}[/dim]", highlight=False)
+    if result.memory is not None and result.memory.judge_multiple is not None:
+        m = result.memory
+        console.print(f"[dim]device memory: judge peak {m.judge_peak_bytes / 2**30:.2f} GiB "
+                      f"({m.judge_multiple:.1f}x the problem's "
+                      f"{m.footprint_bytes / 2**30:.2f} GiB), candidate process "
+                      f"{m.candidate_peak_bytes / 2**30:.2f} GiB[/dim]", highlight=False)
     for flag in result.flags:
         console.print(f"[yellow]flag:[/yellow] {flag}")
     if result.nondeterministic:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,8 +56,25 @@ class Latency(_Model):
     trials: int
 
 
+class OtherBaseline(_Model):
+    """The references timed under the other preset's flags (PyTorch defaults beside fp32, or
+    fp32 beside the defaults), and the candidate's speedups against them."""
+
+    flags: dict[str, Any] = Field(default_factory=dict)
+    baseline: str = Field("", description="the flags in words")
+    eager: Latency
+    compiled: Latency | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compiled: float | None = None
+    same_ops: bool = Field(
+        False, description="no op of the problem reads the flags that differ: the baselines' "
+                           "own latencies stand for both")
+
+
 class Timing(_Model):
-    """Latencies of the candidate and the references, timed in the same worker, interleaved."""
+    """Latencies of the candidate and the references, timed in the same worker, interleaved.
+    The references ran under ``baseline_flags`` (eval.baseline); the truth the candidate was
+    checked against never does (it is computed with TF32 off)."""
 
     candidate: Latency
     eager: Latency
@@ -81,6 +99,63 @@ class Timing(_Model):
                           "copy bandwidth over eager's median (1.0: moves no byte twice)")
     candidate_roofline: float | None = Field(
         None, description="the same fraction for the candidate")
+    baseline_flags: dict[str, Any] = Field(
+        default_factory=dict, description="the flags eager and torch.compile ran with")
+    baseline: str = Field("", description="those flags in words, e.g. 'PyTorch defaults (cuDNN "
+                                          "TF32 on, matmul 'highest')'")
+    other_baseline: OtherBaseline | None = None
+
+    def speedup_line(self) -> str:
+        """``1.10x vs eager, 1.05x vs torch.compile at PyTorch defaults (...); 3.40x / 3.1x at
+        fp32 (...)``: both baselines where they differ."""
+        def pair(e: float | None, c: float | None) -> str:
+            return (f"{e:.2f}x vs eager" if e else "-") + (
+                f", {c:.2f}x vs torch.compile" if c else "")
+        text = pair(self.speedup_vs_eager, self.speedup_vs_compiled)
+        if self.baseline:
+            text += f" at {self.baseline}"
+        other = self.other_baseline
+        if other is not None and not other.same_ops:
+            text += (f"; {pair(other.speedup_vs_eager, other.speedup_vs_compiled)} at "
+                     f"{other.baseline}")
+        return text
+
+
+class Precision(_Model):
+    """The precision contract a verdict was reached under (``eval.precision``)."""
+
+    contract: str = Field(description="'baseline' or 'fp32'")
+    factor: float = 3.0
+    baseline: str = Field("", description="the flags of the baseline whose error is the bound")
+    inexact_ops: list[str] = Field(
+        default_factory=list, description="the problem's ops the baseline computes below fp32 "
+                                          "(empty: the fp32 rule alone decided)")
+    passed_under_it: list[str] = Field(
+        default_factory=list, description="comparisons the fp32 rule refused and the contract "
+                                          "passed, with their figures (the first few)")
+    why: str = Field("", description="why the fp32 rule alone decided, where it did")
+
+    def summary(self) -> str:
+        if self.contract != "baseline" or not self.inexact_ops:
+            return f"the fp32 rule ({self.why or 'eval.precision is fp32'})"
+        how = (f"{len(self.passed_under_it)} comparison(s) passed within {self.factor:g}x the "
+               f"baseline's error" if self.passed_under_it else "every comparison passed the "
+               "fp32 rule")
+        return (f"baseline: {self.baseline} computes {', '.join(self.inexact_ops)} below fp32; "
+                f"a kernel's error may be {self.factor:g}x its error ({how})")
+
+
+class MemoryUse(_Model):
+    """Peak device memory of an evaluation's two processes, against the problem's own data."""
+
+    footprint_bytes: int = Field(0, description="the timed sizes' inputs, outputs and weights")
+    judge_peak_bytes: int = Field(0, description="the judge's peak allocated device memory")
+    candidate_peak_bytes: int = Field(
+        0, description="the candidate process's, as it reports it (a hint, not evidence)")
+
+    @property
+    def judge_multiple(self) -> float | None:
+        return self.judge_peak_bytes / self.footprint_bytes if self.footprint_bytes else None
 
 
 class EvalResult(_Model):
@@ -112,6 +187,8 @@ class EvalResult(_Model):
                     "timing, re-verify, profile")
     versions: dict[str, str] = Field(default_factory=dict)
     profile: ProfileReports | None = None
+    precision: Precision | None = None
+    memory: MemoryUse | None = None
 
     @property
     def ok(self) -> bool:

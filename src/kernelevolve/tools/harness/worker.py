@@ -50,7 +50,7 @@ from kernelevolve.problem import (
     call_factory,
     parse_problem,
 )
-from kernelevolve.tools.harness import compare
+from kernelevolve.tools.harness import compare, flags
 from kernelevolve.tools.harness.candidate import (
     CandidateProcess,
     Verdict,
@@ -64,6 +64,7 @@ from kernelevolve.tools.harness.guard import (
     Integrity,
     InterpreterBounds,
     LaunchCounter,
+    OpRecorder,
     expand_allowed,
 )
 from kernelevolve.tools.harness.timing import (
@@ -87,6 +88,10 @@ class WorkerState:
     other_sizes: dict[tuple[str, str], tuple[dict[str, int] | None, str]] = field(
         default_factory=dict)
     host_inputs: dict[str, bool] = field(default_factory=dict)  # problems whose inputs need the CPU
+    # problem digest -> the aten ops its reference runs, and whether it writes into its inputs
+    # (learnt from its first forward; only then are the inputs copied before each forward)
+    ref_ops: dict[str, list[str]] = field(default_factory=dict)
+    ref_writes_inputs: dict[str, bool] = field(default_factory=dict)
     # (problem digest, sizes, timing settings) -> eager/torch.compile latencies measured by an
     # earlier job: plain data, returned with the reply and kept here for the run's later jobs.
     reference_timing: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -112,6 +117,10 @@ WALL_SLACK = (2.0, 0.3, 5.0)
 # holds where the traffic is at least this many times the L2 cache.
 FLOOR_MARGIN = 1.3
 FLOOR_MIN_L2 = 4
+# check_fits: the fewest copies of a problem's inputs that one evaluation holds on the device
+# at once (the judge: the inputs, the reference's output and the candidate's; the candidate's
+# process: its own inputs and output), outputs counted as large as the inputs.
+MIN_COPIES = 5
 
 
 @contextlib.contextmanager
@@ -248,6 +257,16 @@ class Evaluation:
         # answers precomputed for known inputs; they are reported, so a run can be replayed.
         seed = self.cfg.get("seed")
         self.seed = int(seed) if seed is not None else secrets.randbelow(2**31)
+        # The baselines' flags (eval.baseline): what eager and torch.compile are timed with;
+        # the other preset is timed beside them where it changes the problem's ops. The truth
+        # stays TF32-off whatever they are (serve).
+        self.baseline = flags.resolve(str(self.cfg.get("baseline", "defaults")),
+                                      self.cfg.get("baseline_flags"))
+        numeric_fp32 = all(self.baseline[k] == flags.PRESETS["fp32"][k] for k in flags.NUMERIC)
+        self.other_baseline = {**flags.PRESETS["defaults" if numeric_fp32 else "fp32"],
+                               "compile_mode": self.baseline["compile_mode"]}
+        self.contract_passes: list[str] = []  # comparisons the precision contract passed
+        self.footprint = 0  # bytes of the largest checked sizes' inputs, outputs and weights
         self.stages["start"] = time.perf_counter() - t0
 
     @contextlib.contextmanager
@@ -348,23 +367,38 @@ class Evaluation:
 
     # -- running ----------------------------------------------------------------------------
     def reference(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+        """The reference's outputs on ``inputs``, which it must not change. Its first forward
+        of a problem runs on copies and records its aten ops and whether it writes into its
+        inputs; later ones copy the inputs only for a reference that does (at KernelBench's
+        sizes a copy is gigabytes), and the outputs only where they share memory with an
+        input or a parameter."""
+        digest = self.problem().digest
+        first = digest not in self.state.ref_writes_inputs
+        args = compare.snapshot(inputs) if first or self.state.ref_writes_inputs[digest] else inputs
+        versions_before = [t._version for t in args if isinstance(t, torch.Tensor)]
+        rec = OpRecorder() if first else None
         try:
-            with torch.no_grad():
-                out = ref(*compare.snapshot(inputs))
+            with torch.no_grad(), rec if rec is not None else contextlib.nullcontext():
+                out = ref(*args)
         except Exception as exc:  # the problem's own code, not the candidate's
             raise ProblemError(f"the reference Model.forward raised {type(exc).__name__}: "
                                f"{exc}") from exc
-        return compare.clone_tree(out)
+        if first:
+            self.state.ref_ops[digest] = sorted(rec.ops) if rec is not None else []
+            self.state.ref_writes_inputs[digest] = versions_before != [
+                t._version for t in args if isinstance(t, torch.Tensor)]
+        return compare.own_copy(out, [*inputs, *args, *ref.parameters(), *ref.buffers()])
 
     def reference64(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
         """The reference in float64 (weights and floating inputs cast), or None where the
         problem does not run so (dtype-specific ops)."""
         try:
             ref64 = copy.deepcopy(ref).double()
+            # the casts are copies: nothing the float64 forward does reaches ``inputs``
             args = [v.double() if isinstance(v, torch.Tensor) and v.dtype.is_floating_point
-                    else v for v in compare.snapshot(inputs)]
+                    else v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
             with torch.no_grad():
-                return compare.clone_tree(ref64(*args))
+                return ref64(*args)
         except Exception:  # the comparison then stays as it was
             return None
 
@@ -378,16 +412,19 @@ class Evaluation:
         gen = None
         try:
             nudged = []
-            for v in compare.snapshot(inputs):
+            for v in inputs:
                 if isinstance(v, torch.Tensor) and v.dtype.is_floating_point and v.numel():
                     if gen is None:
                         gen = torch.Generator(device=v.device).manual_seed(
                             self.seed + 4100 + 1000 * draw)
                     u = torch.rand(v.shape, generator=gen, device=v.device, dtype=v.dtype)
-                    v = v * (1 + (2 * u - 1) * (torch.finfo(v.dtype).eps / 2))
+                    # v * (1 + (2u - 1) * eps / 2), in place in u: one temporary, not four
+                    v = u.mul_(2).sub_(1).mul_(torch.finfo(v.dtype).eps / 2).add_(1).mul_(v)
+                elif isinstance(v, torch.Tensor):
+                    v = v.clone()
                 nudged.append(v)
             with torch.no_grad():
-                return compare.clone_tree(ref(*nudged))
+                return compare.own_copy(ref(*nudged), [*ref.parameters(), *ref.buffers()])
         except Exception:  # the comparison then stays as it was
             return None
 
@@ -430,15 +467,55 @@ class Evaluation:
             raise Verdict("cheat", f"the forward replaced harness functions: {obs.tampered}")
         return out
 
+    def contract_ops(self) -> list[str]:
+        """The problem's aten ops the timed baseline computes below fp32 precision, where the
+        precision contract is the baseline's (``eval.precision``) on a GPU; empty elsewhere
+        (the fp32 rule alone decides). Known after the reference's first forward."""
+        if self.cfg.get("precision", "baseline") != "baseline" or self.device.type != "cuda":
+            return []
+        ran = self.state.ref_ops.get(self.problem().digest, [])
+        return sorted(flags.inexact_ops(self.baseline) & set(ran))
+
+    def contract_why(self) -> str:
+        """Why the fp32 rule alone decides, where it does (else "")."""
+        if self.cfg.get("precision", "baseline") != "baseline":
+            return "eval.precision is 'fp32'"
+        if self.device.type != "cuda":
+            return (f"on {self.state.target} the baseline computes in full fp32: TF32 exists on "
+                    f"NVIDIA GPUs only")
+        if not self.contract_ops():
+            return f"{flags.label(self.baseline)} computes this problem's ops in full fp32"
+        return ""
+
+    def flags_matter(self) -> bool:
+        """Whether the two baselines' flags change any op of the problem (then both are
+        timed; otherwise one timing serves both)."""
+        ran = set(self.state.ref_ops.get(self.problem().digest, ["unknown"]))
+        return bool(flags.differing_ops(self.baseline, self.other_baseline) & ran) or (
+            "unknown" in ran)
+
+    def reference_baseline(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+        """The reference under the timed baseline's flags (eval.baseline): what the user's
+        PyTorch computes, TF32 included where those flags allow it. The precision contract
+        measures its error against the truth; it is never the truth itself."""
+        with flags.applied(self.baseline):
+            return self.reference(ref, inputs)
+
     def compare(self, expected: Any, actual: Any, label: str,
                 truth: Callable[[], Any] | None = None,
-                nudged: Callable[..., Any] | None = None) -> None:
+                nudged: Callable[..., Any] | None = None,
+                baseline: Callable[[], Any] | None = None) -> None:
         """Compare, and where only the output's own scale refuses it, ask ``truth`` (the
         reference in float64) how inexact the fp32 reference itself is there, and ``nudged``
         (the reference on inputs moved by one rounding; ``nudged(draw=1)`` a second sample)
-        how much fp32 rounding alone moves it."""
+        how much fp32 rounding alone moves it. Where the fp32 rule still refuses it and the
+        precision contract is the baseline's (``self.contract``), ``baseline`` (the reference
+        under the timed baseline's flags) measures the error the user's PyTorch makes on these
+        inputs, and the candidate's may be ``eval.precision_factor`` times it
+        (compare.within_baseline)."""
         args = (self.cfg.get("atol"), self.cfg.get("rtol"), bool(self.cfg.get("allow_loose_fp32")))
         errors, problem = compare.compare_outputs(expected, actual, *args)
+        exact = None
         if problem and truth is not None and "scaled to the output" in problem:
             exact = truth()
             if exact is not None:
@@ -454,6 +531,22 @@ class Evaluation:
                         errors, problem = compare.compare_outputs(
                             expected, actual, *args, truth=exact,
                             nudged=compare.farther(exact, moved, again))
+                    del again
+                del moved
+        if problem and self.contract_ops() and baseline is not None and truth is not None:
+            exact = exact if exact is not None else truth()
+            base = baseline() if exact is not None else None
+            if base is not None:
+                passed, detail = compare.within_baseline(
+                    expected, actual, exact, base, float(self.cfg.get("precision_factor", 3.0)))
+                if passed:
+                    problem = None
+                    if len(self.contract_passes) < 8:
+                        self.contract_passes.append(f"{label}: {detail}")
+                else:
+                    problem = f"{problem}; under the baseline's precision contract: {detail}"
+            del base
+        del exact
         for err in errors:
             worst = self.errors.get(err.index)
             if worst is None or err.max_abs_error > worst["max_abs_error"]:
@@ -469,9 +562,12 @@ class Evaluation:
         # Written before the run, so a crash's stderr tail says where the worker died.
         print(f"[kernelevolve] checking {label}", file=sys.stderr, flush=True)
         expected = self.reference(ref, inputs)
+        self.footprint = max(self.footprint, tensor_bytes(inputs) + tensor_bytes(expected)
+                             + sum(t.nbytes for t in (*ref.parameters(), *ref.buffers())))
         out = self.run_candidate(key, inputs, label)
-        self.compare(expected, out, label, truth=lambda: self.reference64(ref, inputs),
-                     nudged=functools.partial(self.reference_nudged, ref, inputs))
+        self.compare(expected, out, label, truth=functools.partial(self.reference64, ref, inputs),
+                     nudged=functools.partial(self.reference_nudged, ref, inputs),
+                     baseline=functools.partial(self.reference_baseline, ref, inputs))
         return out, expected
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
@@ -535,37 +631,50 @@ class Evaluation:
     def run_plan(self, problem: Problem, plan: Plan) -> tuple[Any, torch.nn.Module, str]:
         module, ref, key = self.build(problem, plan.sizes)
         inputs: list[Any] = []
+        # Digests of the previous set's output and reference output (compare.fingerprint),
+        # under a key the candidate never sees: whole copies would hold two more outputs
+        # through the next set's checks.
         earlier: tuple[Any, Any] | None = None
+        fp_key = secrets.randbits(62)
         for k, seed in enumerate(plan.seeds):
             inputs = self.inputs(module, problem, seed)
             label = f"{plan.label} {k + 1}/{len(plan.seeds)} at {plan.sizes}"
             out, expected = self.check_once(key, ref, inputs, label)
+            out_digest = compare.fingerprint(out, fp_key)
             if plan.determinism and k == 0:
+                del out  # the second run's output replaces it: one output held at a time
                 again = self.run_candidate(key, inputs, label + ", second run")
-                if not compare.bitwise_equal(out, again):
+                again_digest = compare.fingerprint(again, fp_key)
+                if again_digest != out_digest:
                     self.nondeterministic = True
-                    self.compare(expected, again, label + ", second run")
+                    self.compare(expected, again, label + ", second run",
+                                 truth=functools.partial(self.reference64, ref, inputs),
+                                 baseline=functools.partial(self.reference_baseline, ref, inputs))
                 # The caller now holds the second run's output, not the first's: the check below
                 # that held outputs do not change compares against it (a nondeterministic
                 # kernel, cuDNN's transposed convolution among them, differs between the two).
-                out = again
+                out, out_digest = again, again_digest
+                del again
             # An output handed out earlier must not change when the forward runs again: outputs
             # that alias a buffer kept between calls would corrupt the caller's results.
             if earlier is not None:
                 now = self.remote.ask("resend_previous").get("out")
-                if not compare.bitwise_equal(earlier[0], now):
+                if compare.fingerprint(now, fp_key) != earlier[0]:
                     raise Verdict("mismatch", f"{label}: an output returned by the previous call "
                                               f"changed when the forward ran again (outputs "
                                               f"alias memory the candidate keeps between calls)")
+                del now
             # Within tolerance is not enough where the answer barely moves (a loss over 1e9
             # terms): an output that stays bitwise the same while the reference's changes does
             # not depend on the input.
-            if (earlier is not None and compare.bitwise_equal(out, earlier[0])
-                    and not compare.bitwise_equal(expected, earlier[1])):
+            expected_digest = compare.fingerprint(expected, fp_key)
+            if (earlier is not None and out_digest == earlier[0]
+                    and expected_digest != earlier[1]):
                 raise Verdict("mismatch", f"{label}: the output is bitwise the same as for the "
                                           f"previous input set while the reference's changed: "
                                           f"it does not depend on the input")
-            earlier = (out, expected)
+            earlier = (out_digest, expected_digest)
+            del out, expected
             self.remote.ask("keep_previous")
             if not (plan.pointer_reuse and k == len(plan.seeds) - 1):
                 self.release(inputs)
@@ -636,7 +745,8 @@ class Evaluation:
             out = self.run_candidate(key, inputs, name)
             self.compare(expected, out, f"{name} at {sizes}",
                          truth=functools.partial(self.reference64, ref, inputs),
-                         nudged=functools.partial(self.reference_nudged, ref, inputs))
+                         nudged=functools.partial(self.reference_nudged, ref, inputs),
+                         baseline=functools.partial(self.reference_baseline, ref, inputs))
             self.release(inputs)
             del inputs, expected, out
             done.append(name)
@@ -719,9 +829,10 @@ class Evaluation:
         NaN over a whole tile; ``compare.nonfinite_from_truth``). Returns how many elements
         float64 decided (0: the fp32 reference sufficed); raises Verdict as ``compare``."""
         nudged = functools.partial(self.reference_nudged, ref, inputs)
+        baseline = functools.partial(self.reference_baseline, ref, inputs)
         try:
-            self.compare(expected, out, label,
-                         truth=functools.partial(self.reference64, ref, inputs), nudged=nudged)
+            self.compare(expected, out, label, truth=functools.partial(self.reference64, ref, inputs),
+                         nudged=nudged, baseline=baseline)
             return 0
         except Verdict as first:
             exact = self.reference64(ref, inputs) if "NaN/Inf" in first.message else None
@@ -731,15 +842,16 @@ class Evaluation:
             if not spread:
                 raise
         self.compare(merged, out, f"{label} (the fp32 reference's NaN and infinities where "
-                     f"float64's agree)", truth=lambda: exact, nudged=nudged)
+                     f"float64's agree)", truth=lambda: exact, nudged=nudged, baseline=baseline)
         return spread
 
     def compiled_reference(self, problem: Problem, ref: torch.nn.Module, sizes: dict[str, int]):
-        key = (problem.digest, json.dumps(sizes, sort_keys=True))
+        mode = str(self.baseline.get("compile_mode") or "default")
+        key = (problem.digest, json.dumps([sizes, mode], sort_keys=True))
         if key not in self.state.compiled:
             t0 = time.perf_counter()
             try:
-                self.state.compiled[key] = torch.compile(ref)
+                self.state.compiled[key] = torch.compile(ref, mode=mode)
             except Exception as exc:  # recorded, the run goes on without this reference
                 self.state.compiled[key] = f"{type(exc).__name__}: {exc}"
             self.compile_ref_s = time.perf_counter() - t0
@@ -758,7 +870,8 @@ class Evaluation:
         cfg = self.cfg
         timing_cfg = {k: cfg[k] for k in ("min_trials", "min_time_s", "max_trials", "warmup_ms")}
         ref_key = json.dumps([problem.digest, sizes, timing_cfg,
-                              bool(cfg.get("compile_reference", True))], sort_keys=True)
+                              bool(cfg.get("compile_reference", True)), self.baseline],
+                             sort_keys=True)
         cached = None if self.job.get("fresh_references") else (
             self.state.reference_timing.get(ref_key))
         sample_rounds = sorted({0, 1 + secrets.randbelow(9),
@@ -798,7 +911,8 @@ class Evaluation:
                 self.compare(self.reference(ref, inputs), out,
                              f"timed trial {int(round_) + 1} (an output produced inside the timing "
                              f"loop)", truth=lambda: self.reference64(ref, inputs),
-                             nudged=functools.partial(self.reference_nudged, ref, inputs))
+                             nudged=functools.partial(self.reference_nudged, ref, inputs),
+                             baseline=functools.partial(self.reference_baseline, ref, inputs))
             self.check("correct inside the timing loop", True,
                        f"{len(samples)} sampled trials of {cand_lat.trials}, each on new input "
                        f"values" if variation.varied else "no floating inputs to vary")
@@ -813,6 +927,8 @@ class Evaluation:
                 "speedup_vs_compiled": compiled.median_ms / c if compiled and c > 0 else None,
                 "compile_error": refs.get("compile_error"), "sizes": sizes, "simulated": False,
                 "references_reused": cached is not None,
+                "baseline_flags": self.baseline, "baseline": flags.label(self.baseline),
+                "other_baseline": self.other_timing(refs, c),
                 **self.memory_roofline(inputs, samples[0][2], eager, cand_lat),
             }
             # After timing, the same input memory with new values must still give right answers.
@@ -826,23 +942,31 @@ class Evaluation:
                         variation: InputVariation, sizes: dict[str, int], cfg: dict[str, Any]
                         ) -> dict[str, Any]:
         """Eager and torch.compile latencies of the reference on ``inputs`` (varied per trial),
-        as plain data."""
+        as plain data: under the baseline's flags, and under the other preset's too where
+        those change one of the problem's ops (``other``; interleaved with the first, so the
+        two columns see the same GPU state)."""
         compile_error = None
-        fns: dict[str, Callable[[], Any]] = {"eager": lambda: ref(*inputs)}
-        if cfg.get("compile_reference", True):
-            compiled = self.compiled_reference(problem, ref, sizes)
-            if isinstance(compiled, str):
-                compile_error = compiled
-            else:
-                t0 = time.perf_counter()
-                try:
-                    with torch.no_grad():
-                        compiled(*inputs)
-                    torch.cuda.synchronize()
-                    fns["compiled"] = lambda: compiled(*inputs)
-                except Exception as exc:  # recorded, timing goes on without it
-                    compile_error = f"{type(exc).__name__}: {exc}"
-                self.compile_ref_s += time.perf_counter() - t0
+        sets = {"": self.baseline}
+        if self.flags_matter():
+            sets["@other"] = self.other_baseline
+        fns: dict[str, Callable[[], Any]] = {}
+        compiled = self.compiled_reference(problem, ref, sizes) if cfg.get(
+            "compile_reference", True) else None
+        if isinstance(compiled, str):
+            compile_error, compiled = compiled, None
+        for suffix, fl in sets.items():
+            fns["eager" + suffix] = functools.partial(_under, fl, ref, inputs)
+            if compiled is None:
+                continue
+            t0 = time.perf_counter()
+            try:  # compiled under these flags before timing (a recompile, if dynamo guards them)
+                with torch.no_grad():
+                    _under(fl, compiled, inputs)
+                torch.cuda.synchronize()
+                fns["compiled" + suffix] = functools.partial(_under, fl, compiled, inputs)
+            except Exception as exc:  # recorded, timing goes on without it
+                compile_error = f"{type(exc).__name__}: {exc}"
+            self.compile_ref_s += time.perf_counter() - t0
 
         def vary(name: str, round_: int) -> None:
             variation.apply(inputs)
@@ -853,9 +977,32 @@ class Evaluation:
                                    max_trials=int(cfg["max_trials"]),
                                    warmup_ms=float(cfg["warmup_ms"]), before=vary)
         variation.apply(inputs, 0)
-        return {"eager": lat["eager"].to_dict(),
-                "compiled": lat["compiled"].to_dict() if "compiled" in lat else None,
-                "compile_error": compile_error}
+        out: dict[str, Any] = {
+            "eager": lat["eager"].to_dict(),
+            "compiled": lat["compiled"].to_dict() if "compiled" in lat else None,
+            "compile_error": compile_error, "other": None}
+        if "@other" in sets:
+            out["other"] = {"eager": lat["eager@other"].to_dict(),
+                            "compiled": lat["compiled@other"].to_dict()
+                            if "compiled@other" in lat else None}
+        return out
+
+    def other_timing(self, refs: dict[str, Any], cand_ms: float) -> dict[str, Any]:
+        """The speedups against the other preset's baselines (PyTorch defaults beside fp32, or
+        fp32 beside the defaults): timed where its flags change the problem's ops, else the
+        same latencies (``same_ops``: no op of the problem reads the flags that differ)."""
+        other = refs.get("other")
+        same = other is None
+        other = other or {"eager": refs["eager"], "compiled": refs.get("compiled")}
+        eager = Latency.of_dict(other["eager"])
+        compiled = Latency.of_dict(other["compiled"]) if other.get("compiled") else None
+        return {
+            "flags": self.other_baseline, "baseline": flags.label(self.other_baseline),
+            "eager": eager.to_dict(), "compiled": compiled.to_dict() if compiled else None,
+            "speedup_vs_eager": eager.median_ms / cand_ms if cand_ms > 0 else None,
+            "speedup_vs_compiled": compiled.median_ms / cand_ms if compiled and cand_ms > 0
+            else None,
+            "same_ops": same}
 
     def memory_roofline(self, inputs: list[Any], out: Any, eager: Latency, cand: Latency
                         ) -> dict[str, Any]:
@@ -1046,6 +1193,29 @@ class Evaluation:
         self.check("correct at the timed sizes (simulated programs' writes)", True,
                    "; ".join(done) or "no output element to compare")
 
+    def check_fits(self, problem: Problem, sizes: dict[str, int]) -> None:
+        """On a GPU, before any check: refuse a problem whose evaluation cannot fit the
+        device, with the figures (its inputs measured on the meta device, no memory taken)."""
+        if self.device.type != "cuda":
+            return
+        try:
+            module = problem.module(sizes)
+            with torch.device("meta"):
+                values = call_factory(module, "get_inputs", problem.path)
+            need = tensor_bytes(values)
+        except Exception:  # inputs the meta device cannot make: the checks find out
+            return
+        total = torch.cuda.get_device_properties(self.device).total_memory
+        if MIN_COPIES * need > total:
+            raise ProblemError(
+                f"this problem cannot be evaluated on this GPU: its inputs take "
+                f"{need / 2**30:.1f} GiB at {sizes}, and an evaluation holds at least "
+                f"{MIN_COPIES} such copies at once (the judge's inputs, the reference's and the "
+                f"candidate's outputs; the candidate's own inputs and output): "
+                f"{MIN_COPIES * need / 2**30:.1f} GiB against the {total / 2**30:.1f} GiB of "
+                f"{torch.cuda.get_device_name(self.device)}. Shrink its sizes (the file's "
+                f"module-level sizes) or use a GPU with more memory")
+
     def run(self) -> dict[str, Any]:
         t_start = time.perf_counter()
         problem = self.problem()
@@ -1053,6 +1223,7 @@ class Evaluation:
             self.remote.ask("load")
         self.check("imports and defines ModelNew", True, "")
         base = self.base_sizes(problem)
+        self.check_fits(problem, base)
         with gpu_lock(self.device, shared=True):  # untimed GPU work: no timing meanwhile
             with self.stage("correctness"):
                 first, *others = self.plans(problem, base)
@@ -1125,6 +1296,17 @@ class Evaluation:
         self.flags.append(f"speedup {speedup:.1f}x is above the suspicious threshold: "
                           f"re-verified on fresh inputs and shapes")
 
+    def memory_use(self) -> dict[str, int] | None:
+        """Peak device memory of the judge and (as it reports it) the candidate's process,
+        and the problem's own footprint; None off the GPU."""
+        if self.device.type != "cuda":
+            return None
+        cand = 0
+        with contextlib.suppress(Exception):  # a candidate process that died tells nothing
+            cand = int(self.remote.ask("memory").get("peak_bytes", 0))
+        return {"footprint_bytes": int(self.footprint), "candidate_peak_bytes": cand,
+                "judge_peak_bytes": int(torch.cuda.max_memory_allocated(self.device))}
+
     def result(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         out: dict[str, Any]
@@ -1140,6 +1322,7 @@ class Evaluation:
                    "message": f"the harness failed while evaluating this candidate: "
                               f"{type(exc).__name__}: {exc}\n{tb_tail(exc)}"}
         finally:
+            memory = self.memory_use()
             self.remote.close()
         elapsed = time.perf_counter() - t0
         out.update({
@@ -1151,10 +1334,22 @@ class Evaluation:
             "first_call_s": self.first_call_s, "compile_reference_s": self.compile_ref_s,
             "overhead_s": max(0.0, elapsed - self.first_call_s - self.compile_ref_s),
             "stages": {k: round(v, 4) for k, v in self.stages.items()},
-            "versions": versions(),
+            "versions": versions(), "memory": memory,
+            "precision": {
+                "contract": str(self.cfg.get("precision", "baseline")),
+                "factor": float(self.cfg.get("precision_factor", 3.0)),
+                "baseline": flags.label(self.baseline),
+                "inexact_ops": self.contract_ops(), "passed_under_it": self.contract_passes,
+                "why": self.contract_why()},
         })
         out.setdefault("timing", None)
         return out
+
+
+def _under(fl: dict[str, Any], fn: Callable[..., Any], inputs: list[Any]) -> Any:
+    """``fn(*inputs)`` under the flags ``fl`` (a timed baseline's forward)."""
+    with flags.applied(fl):
+        return fn(*inputs)
 
 
 @dataclass

@@ -1,0 +1,37 @@
+"""Class 3 (inputs a kernel can predict). Trick: a 3-D softmax kernel that honours the strides of
+the last two dimensions but assumes the batch stride is seq_len * dim. The judge's non-contiguous
+variant only transposes the last two dimensions in storage (strides (M*N, 1, M)), so the outer
+stride is still M*N and the wrong assumption never shows; a slice along the batch or a permuted
+batch dimension would read the wrong rows."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+CASE = {"problem": "problems/softmax3d.py", "expect": "refused", "class": "3 predictable inputs",
+        "targets": ["cpu"]}
+
+
+@triton.jit
+def softmax_rows_kernel(x_ptr, out_ptr, M, N, s1, s2, BLOCK: tl.constexpr):
+    b = tl.program_id(0)
+    m = tl.program_id(1)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    base = b * M * N  # the batch stride assumed, not read
+    v = tl.load(x_ptr + base + m * s1 + cols * s2, mask=mask, other=float("-inf"))
+    v = v - tl.max(v, axis=0)
+    e = tl.exp(v)
+    tl.store(out_ptr + (b * M + m) * N + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        B, M, N = x.shape
+        out = torch.empty((B, M, N), dtype=x.dtype)
+        softmax_rows_kernel[(B, M)](x, out, M, N, x.stride(1), x.stride(2),
+                                    BLOCK=triton.next_power_of_2(N))
+        return out
