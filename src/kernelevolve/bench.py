@@ -74,6 +74,8 @@ class ProblemOutcome(BaseModel):
                           "timing stands for both)")
     precision: str | None = Field(None, description="the precision contract's summary")
     judge_peak_gib: float | None = Field(None, description="the judge's peak device memory")
+    wall_per_call_ms: float | None = Field(
+        None, description="the judge's wall clock per forward back to back (Timing)")
     footprint_gib: float | None = Field(
         None, description="the problem's inputs, outputs and weights at the timed sizes")
 
@@ -275,6 +277,7 @@ def bench_one(path: Path, *, target: str, settings: Settings,
         flags_matter=(not other.same_ops) if other else None,
         precision=best.precision.summary() if best and best.precision else None,
         judge_peak_gib=memory.judge_peak_bytes / 2**30 if memory else None,
+        wall_per_call_ms=timing.wall_per_call_ms if timing else None,
         footprint_gib=memory.footprint_bytes / 2**30 if memory else None)
 
 

@@ -17,7 +17,7 @@ _ALIASES = {"latency-bound": "occupancy-bound", "occupancy/latency-bound": "occu
 # tensor cores' accumulation chained over up to CHAIN_K of K), 1 (tf32x3, the split each k
 # step), 0 (ieee FMA). A result that missed the tolerance moves one step up before anything
 # else changes.
-_PRECISION = {"TF32X3": (3, 2, 1, 0)}
+_PRECISION = {"TF32X3": (4, 3, 2, 1, 0)}
 _RESOURCE_WORDS = ("out of resources", "outofresources", "shared memory", "smem",
                    "too many resources", "register", "spill", "local memory", "tile footprint")
 

@@ -104,6 +104,9 @@ class Timing(_Model):
     baseline: str = Field("", description="those flags in words, e.g. 'PyTorch defaults (cuDNN "
                                           "TF32 on, matmul 'highest')'")
     other_baseline: OtherBaseline | None = None
+    wall_per_call_ms: float | None = Field(
+        None, description="the judge's own wall clock over forwards back to back (fixed inputs, "
+                          "no cache flush), per forward: what bounds the reported median")
 
     def speedup_line(self) -> str:
         """``1.10x vs eager, 1.05x vs torch.compile at PyTorch defaults (...); 3.40x / 3.1x at

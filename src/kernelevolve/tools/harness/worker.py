@@ -890,7 +890,7 @@ class Evaluation:
             except (KeyError, TypeError, ValueError) as exc:
                 raise Verdict("cheat", f"the candidate's process sent a malformed timing "
                                        f"({exc})") from exc
-            self.check_wall_clock(key, buf, cand_lat)
+            wall_ms = self.check_wall_clock(key, buf, cand_lat)
             refs = cached if cached is not None else self.time_references(
                 problem, ref, inputs, variation, sizes, cfg)
         with gpu_lock(self.device, shared=True):
@@ -928,6 +928,7 @@ class Evaluation:
                 "compile_error": refs.get("compile_error"), "sizes": sizes, "simulated": False,
                 "references_reused": cached is not None,
                 "baseline_flags": self.baseline, "baseline": flags.label(self.baseline),
+                "wall_per_call_ms": wall_ms,
                 "other_baseline": self.other_timing(refs, c),
                 **self.memory_roofline(inputs, samples[0][2], eager, cand_lat),
             }
@@ -1052,7 +1053,7 @@ class Evaluation:
                    f"{claimed.median_ms:.4g} ms >= {write_ms:.4g} ms to write "
                    f"{out_bytes / 2**20:.0f} MiB of outputs")
 
-    def check_wall_clock(self, key: str, buf: int, claimed: Latency) -> None:
+    def check_wall_clock(self, key: str, buf: int, claimed: Latency) -> float:
         """The latency the candidate's process reports is its own measurement. Bound it from
         here: ask for forwards back to back on fixed inputs and time them by wall clock; the
         reported median may be below that by host overhead only (``WALL_SLACK``). A process
@@ -1071,6 +1072,7 @@ class Evaluation:
         self.check("reported timing within the judge's wall clock", True,
                    f"{n} forwards: {per_call:.4g} ms each; reported median "
                    f"{claimed.median_ms:.4g} ms")
+        return per_call
 
     def time_on_mtia(self, problem: Problem) -> tuple[dict[str, Any], dict]:
         """Simulated time on an MTIA generation at the problem's own (timed) sizes: the candidate
