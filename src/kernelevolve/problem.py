@@ -15,7 +15,7 @@ import ast
 import hashlib
 import math
 import types
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -318,6 +318,50 @@ class Problem:
             else:
                 break
         return sizes
+
+    def real_size_plans(self, checked: Sequence[Mapping[str, int]], max_elements: int,
+                        limit: int = 2) -> list[tuple[str, dict[str, int]]]:
+        """Sizes at which one size takes its own (real) value while the others shrink until
+        inputs and parameters hold at most ``max_elements`` (where even then it cannot fit, the
+        largest half of it that does, still over twice what was checked): a kernel right only
+        up to some block size, or for the shrunk shapes alone, fails there. For the sizes none of
+        ``checked`` reaches, the furthest below their real value first, at most ``limit``;
+        (size name, sizes) pairs, those the problem refuses or that cannot fit left out."""
+        def reached(k: str) -> int:
+            return max(int(c.get(k, 0)) for c in checked)
+
+        # furthest below first; among equals the later-declared (inner dims, rows, usually)
+        order = {k: i for i, k in enumerate(self.sizes)}
+        names = sorted((k for k, v in self.sizes.items()
+                        if v > MIN_SCALABLE_SIZE and reached(k) < v),
+                       key=lambda k: (-self.sizes[k] / max(1, reached(k)), -order[k]))
+        plans: list[tuple[str, dict[str, int]]] = []
+        for name in names:
+            sizes = {**checked[0], name: self.sizes[name]}
+            for _ in range(200):
+                if self.input_elements(sizes) <= max_elements:
+                    break
+                others = sorted((k for k, v in sizes.items()
+                                 if k != name and v > MIN_SCALABLE_SIZE), key=lambda k: -sizes[k])
+                for k in others:
+                    smaller = {**sizes, k: max(MIN_SCALABLE_SIZE, sizes[k] // 2)}
+                    if self.rejects(smaller) is None:
+                        sizes = smaller
+                        break
+                else:
+                    break
+            while (self.input_elements(sizes) > max_elements
+                   and sizes[name] // 2 > 2 * reached(name)):
+                # its real value cannot fit: as large as fits, still far above what was checked
+                smaller = {**sizes, name: sizes[name] // 2}
+                if self.rejects(smaller) is not None:
+                    break
+                sizes = smaller
+            if self.input_elements(sizes) <= max_elements and self.rejects(sizes) is None:
+                plans.append((name, sizes))
+            if len(plans) >= limit:
+                break
+        return plans
 
     def other_sizes(self, base: Mapping[str, int]) -> tuple[dict[str, int] | None, str]:
         """Sizes other than ``base`` that the problem accepts, for the other-shapes check: the

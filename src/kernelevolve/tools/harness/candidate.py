@@ -25,6 +25,7 @@ code. Worker-side: torch and the standard library only.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import io
 import os
@@ -36,6 +37,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,7 +300,8 @@ class CandidateSide:
     models: dict[str, torch.nn.Module] = field(default_factory=dict)
     buffers: dict[int, list[Any]] = field(default_factory=dict)
     last_out: Any = None
-    previous: Any = None  # the output handed out before, held as a caller would hold it
+    # the outputs handed out before, newest first, held as a caller would hold them
+    previous: list[Any] = field(default_factory=list)
 
     def do_load(self) -> dict[str, Any]:
         self.cls = load_candidate(self.path, self.integrity, self.tag)
@@ -326,7 +329,7 @@ class CandidateSide:
     def do_build(self, key: str, init_inputs: list[Any], state: dict[str, torch.Tensor],
                  seed: int) -> dict[str, Any]:
         assert self.cls is not None
-        torch.manual_seed(seed)
+        torch.manual_seed(seed)  # the judge's own draw, unrelated to any input set's seed
         try:
             model = self.cls(*init_inputs)
         except Exception as exc:
@@ -391,6 +394,7 @@ class CandidateSide:
             raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
                                   f"{tb_tail(exc)}", fatal=is_fatal_device_error(exc)) from exc
         seconds = time.perf_counter() - t0
+        retained = retained_outputs(out, args, self.launches.log)
         self.last_out = out
         small = self.device.type == "cuda" or sum(  # on a GPU they go back by handle
             t.numel() * t.element_size() for t in args
@@ -406,6 +410,7 @@ class CandidateSide:
             "stream_switched": stream is not None and torch.cuda.current_stream() != stream,
             "tampered": self.integrity.tampered(),
             "notes": list(guard.UNTIMED_AUTOTUNE),
+            "retained": retained,
         }
 
     def do_memory(self) -> dict[str, Any]:
@@ -414,14 +419,15 @@ class CandidateSide:
             return {"peak_bytes": 0}
         return {"peak_bytes": int(torch.cuda.max_memory_allocated(self.device))}
 
-    def do_keep_previous(self) -> dict[str, Any]:
-        self.previous = self.last_out
+    def do_keep_previous(self, keep: int = 1) -> dict[str, Any]:
+        """Hold the last output as a caller would, with at most ``keep`` earlier ones."""
+        self.previous = [self.last_out, *self.previous][:max(1, keep)]
         return {}
 
-    def do_resend_previous(self) -> dict[str, Any]:
-        """The output handed out before the last forward, as it is now: one that changed
-        aliases memory the candidate reuses between calls."""
-        return {"out": _plain(self.previous)}
+    def do_resend_previous(self, age: int = 1) -> dict[str, Any]:
+        """The output handed out ``age`` forwards before the last one, as it is now: one that
+        changed aliases memory the candidate reuses between calls (a ring of buffers)."""
+        return {"out": _plain(self.previous[age - 1]) if age <= len(self.previous) else None}
 
     def do_time(self, key: str, buf: int, cfg: dict[str, Any], sample_rounds: list[int]
                 ) -> dict[str, Any]:
@@ -522,6 +528,41 @@ class CandidateSide:
                              inputs=self.buffers[buf], forward_ms=forward_ms,
                              workdir=Path(workdir))
         return {"reports": run_profile(ctx, options)}
+
+
+def retained_outputs(out: Any, args: list[Any], harness: list[Any] | None = None) -> list[int]:
+    """Indices of the output tensors that something besides the harness still references after
+    the forward, directly or through the tensor they are a view of (a module attribute, a
+    list, a closure): memory the candidate keeps and may write again, so the caller's earlier
+    results would change. Outputs that are (views of) inputs are left to the input checks;
+    ``harness``: the launch log (LaunchCounter.log), whose entries hold the kernels' arguments.
+    Python references only (``gc``): a raw pointer kept as an integer is caught by the judge's
+    digests of earlier outputs instead."""
+    leaves = [t for t in as_list(out) if isinstance(t, torch.Tensor)]
+    ours: set[int] = {id(leaves), id(args)}
+    for entry in harness or []:
+        ours.update(id(part) for part in (entry, *entry))
+
+    def containers(value: Any) -> None:
+        if isinstance(value, list | tuple):
+            ours.add(id(value))
+            for v in value:
+                containers(v)
+
+    def held(obj: torch.Tensor) -> bool:
+        return any(id(r) not in ours and not isinstance(r, types.FrameType)
+                   for r in gc.get_referrers(obj))
+
+    containers(out)
+    inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
+    bad = []
+    for i in range(len(leaves)):
+        base = leaves[i]._base
+        if id(leaves[i]) in inputs or (base is not None and id(base) in inputs):
+            continue
+        if held(leaves[i]) or (base is not None and held(base)):
+            bad.append(i)
+    return bad
 
 
 def _plain(value: Any) -> Any:

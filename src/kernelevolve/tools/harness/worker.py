@@ -31,6 +31,7 @@ import copy
 import functools
 import importlib.util
 import json
+import math
 import os
 import platform
 import secrets
@@ -121,6 +122,18 @@ FLOOR_MIN_L2 = 4
 # at once (the judge: the inputs, the reference's output and the candidate's; the candidate's
 # process: its own inputs and output), outputs counted as large as the inputs.
 MIN_COPIES = 5
+# run_plan: how many earlier outputs the candidate's process holds (as a caller would) and the
+# judge checks unchanged after each forward: a ring of that many buffers is caught (a larger
+# one by the candidate process's reference check, candidate.retained_outputs). On a GPU each is
+# a whole output (gigabytes at KernelBench's sizes).
+PREVIOUS_KEPT = 4
+# plans: on the interpreter targets the size furthest below its real value once at that value
+# (or as near as fits), the others shrunk until inputs and parameters hold at most this many
+# times eval.cpu_max_elements. The interpreter's cost grows with the programs too: 8x made a
+# row softmax's correctness checks 4x slower, a layer norm's 10x.
+REAL_SIZE_BUDGET = 2
+REAL_SIZE_PLANS = 1
+PREVIOUS_KEPT_CUDA = 2
 
 
 @contextlib.contextmanager
@@ -178,6 +191,34 @@ def _strided_copy(t: torch.Tensor) -> torch.Tensor:
         view.copy_(t)
         return view
     return t
+
+
+def _reversed_layout(t: torch.Tensor) -> torch.Tensor:
+    """The same values with every dim's stride other than a contiguous tensor's: the dims laid
+    out in reverse order (the first fastest), so a kernel that ignores any stride, an outer
+    one included, reads the wrong elements."""
+    if t.dim() < 2 or sum(s > 1 for s in t.shape) < 2:
+        return _strided_copy(t)
+    order = list(range(t.dim()))[::-1]
+    return t.permute(order).contiguous().permute(order)
+
+
+def vary_floats(values: list[Any], gen: torch.Generator) -> tuple[list[Any], list[str]]:
+    """``values`` (constructor arguments) with every non-zero float (at the top level or in a
+    list or tuple) times a random factor in [0.6, 1.6], and what changed: a kernel that
+    hard-codes a constructor's ``divide_value`` or ``scale`` then differs from the reference."""
+    changed: list[str] = []
+
+    def vary(v: Any, where: str) -> Any:
+        if isinstance(v, float) and v != 0.0 and math.isfinite(v):
+            new = v * (0.6 + float(torch.rand((), generator=gen)))
+            changed.append(f"{where} {v:g} -> {new:g}")
+            return new
+        if isinstance(v, list | tuple) and not isinstance(v, str):
+            return type(v)(vary(x, f"{where}[{i}]") for i, x in enumerate(v))
+        return v
+
+    return [vary(v, f"argument {i}") for i, v in enumerate(values)], changed
 
 
 def names_read(cls: type) -> set[str]:
@@ -267,6 +308,7 @@ class Evaluation:
                                "compile_mode": self.baseline["compile_mode"]}
         self.contract_passes: list[str] = []  # comparisons the precision contract passed
         self.footprint = 0  # bytes of the largest checked sizes' inputs, outputs and weights
+        self.varied_floats: list[str] = []  # constructor floats the perturbed build varied
         self.stages["start"] = time.perf_counter() - t0
 
     @contextlib.contextmanager
@@ -308,8 +350,19 @@ class Evaluation:
         instances are reused, so state a candidate keeps between calls is exercised. The
         candidate gets a copy of the reference's weights: nothing it does reaches these.
         ``perturb``: another pair whose floating parameters moved away from their initial
-        values (by their own spread, at least 0.1)."""
+        values (by their own spread, at least 0.1), built with its float constructor arguments
+        varied (``vary_floats``; as given where the varied ones are refused)."""
         module, ref, init_inputs = problem.instantiate(sizes, self.seed)
+        if perturb:
+            varied, changed = vary_floats(init_inputs, torch.Generator().manual_seed(
+                self.seed + 2450))
+            if changed:
+                try:
+                    torch.manual_seed(self.seed)
+                    ref, init_inputs = module.Model(*varied), varied
+                    self.varied_floats = changed
+                except Exception:  # the problem's own constructor refuses them: as given
+                    self.varied_floats = []
         # A Model whose methods read module-level sizes (``layer_norm(x, (size_0,))``) is
         # another model at other sizes even when its constructor's arguments are the same.
         read = sorted(names_read(type(ref)) & sizes.keys())
@@ -325,8 +378,11 @@ class Evaluation:
                             noise = torch.randn(p.shape, generator=gen) * spread
                             p.add_(noise.to(p.dtype))
             weights = {k: v.detach().clone() for k, v in ref.state_dict().items()}
+            # ModelNew's own initial values are replaced by the reference's weights, so it is
+            # built under a seed of its own: the evaluation's seed (from which every input set
+            # is drawn) never reaches the candidate's process, not even as initial_seed().
             self.remote.ask("build", key=key, init_inputs=init_inputs, state=weights,
-                            seed=self.seed)
+                            seed=secrets.randbelow(2**62))
             self.instances[key] = ref.to(self.device)
         return module, self.instances[key], key
 
@@ -465,6 +521,11 @@ class Evaluation:
             raise Verdict("cheat", f"the forward switched the current CUDA stream ({label})")
         if obs.tampered:
             raise Verdict("cheat", f"the forward replaced harness functions: {obs.tampered}")
+        if obs.retained:
+            raise Verdict("mismatch", f"the forward keeps a reference to the memory of its "
+                                      f"output(s) {obs.retained} ({label}): a buffer reused "
+                                      f"across calls changes the results a caller holds; "
+                                      f"allocate each call's outputs anew")
         return out
 
     def contract_ops(self) -> list[str]:
@@ -533,7 +594,7 @@ class Evaluation:
                             nudged=compare.farther(exact, moved, again))
                     del again
                 del moved
-        if problem and self.contract_ops() and baseline is not None and truth is not None:
+        if problem and baseline is not None and truth is not None and self.contract_ops():
             exact = exact if exact is not None else truth()
             base = baseline() if exact is not None else None
             if base is not None:
@@ -610,6 +671,14 @@ class Evaluation:
         larger = self.larger_sizes(problem, base)
         if larger is not None:
             plans.append(Plan("larger shapes", larger, [seed + 2500]))
+        if self.device.type != "cuda" and base != problem.sizes:
+            # each size at its real value once (the others shrunk), where that fits the larger
+            # shapes' budget: a BLOCK capped below the real row length, with no loop, fails
+            checked = [p.sizes for p in plans]
+            budget = REAL_SIZE_BUDGET * int(self.cfg["cpu_max_elements"])
+            for i, (name, sizes) in enumerate(problem.real_size_plans(checked, budget,
+                                                                      REAL_SIZE_PLANS)):
+                plans.append(Plan(f"{name} at its real size", sizes, [seed + 2550 + i]))
         return plans
 
     def larger_sizes(self, problem: Problem, base: dict[str, int]) -> dict[str, int] | None:
@@ -635,6 +704,7 @@ class Evaluation:
         # under a key the candidate never sees: whole copies would hold two more outputs
         # through the next set's checks.
         earlier: tuple[Any, Any] | None = None
+        held: list[Any] = []  # digests of the outputs the candidate's process holds, newest first
         fp_key = secrets.randbits(62)
         for k, seed in enumerate(plan.seeds):
             inputs = self.inputs(module, problem, seed)
@@ -657,10 +727,10 @@ class Evaluation:
                 del again
             # An output handed out earlier must not change when the forward runs again: outputs
             # that alias a buffer kept between calls would corrupt the caller's results.
-            if earlier is not None:
-                now = self.remote.ask("resend_previous").get("out")
-                if compare.fingerprint(now, fp_key) != earlier[0]:
-                    raise Verdict("mismatch", f"{label}: an output returned by the previous call "
+            for age, digest in enumerate(held, start=1):
+                now = self.remote.ask("resend_previous", age=age).get("out")
+                if compare.fingerprint(now, fp_key) != digest:
+                    raise Verdict("mismatch", f"{label}: an output returned {age} call(s) before "
                                               f"changed when the forward ran again (outputs "
                                               f"alias memory the candidate keeps between calls)")
                 del now
@@ -674,8 +744,10 @@ class Evaluation:
                                           f"previous input set while the reference's changed: "
                                           f"it does not depend on the input")
             earlier = (out_digest, expected_digest)
+            keep = PREVIOUS_KEPT_CUDA if self.device.type == "cuda" else PREVIOUS_KEPT
+            held = [out_digest, *held][:keep]
             del out, expected
-            self.remote.ask("keep_previous")
+            self.remote.ask("keep_previous", keep=keep)
             if not (plan.pointer_reuse and k == len(plan.seeds) - 1):
                 self.release(inputs)
         self.check(f"correct on {plan.label}", True,
@@ -713,35 +785,30 @@ class Evaluation:
                    + (f"; not compiled: {'; '.join(skipped)}" if skipped else ""))
 
     def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
-        """Inputs ``get_inputs()`` never draws, at the base sizes: other magnitudes and offsets
-        (a softmax without max-subtraction overflows, a series valid only near zero drifts),
-        non-contiguous views of the same values (a kernel that ignores strides reads the wrong
-        elements), and parameters away from their initial values (a kernel that skips a weight
-        of 1 and a bias of 0). A variant whose reference output is not finite, or that the
-        reference refuses, is skipped and named."""
+        """Inputs ``get_inputs()`` never draws, at the base sizes, each transform's parameters
+        drawn per evaluation (a kernel cannot detect a fixed variant): scaled by a random
+        factor of either sign (a softmax without max-subtraction overflows), shifted with random
+        signs (a ReLU written as a copy of non-negative inputs), rounded to a coarse grid with a
+        few large outliers (ties: a last-index argmax), spread over six decades of magnitude,
+        and moved near one (a product or a log over many terms); non-contiguous views of the
+        same values (the last two dims transposed, and every dim's stride changed: a kernel that
+        ignores any stride); and parameters and float constructor arguments away from their
+        initial values (a kernel that skips a weight of 1 or hard-codes a divisor). A variant
+        whose reference is not finite where the plain inputs' is, is tried again milder (up to
+        three times) before it is skipped and named."""
         module, ref, key = self.build(problem, sizes)
         base = self.inputs(module, problem, self.seed + 2200)
         if not any(isinstance(t, torch.Tensor) and t.dtype.is_floating_point for t in base):
             self.check("other input values", True, "skipped: no floating inputs", skipped=True)
             return
-        variants: list[tuple[str, Callable[[torch.Tensor], torch.Tensor]]] = [
-            ("inputs x 100", lambda t: t * 100),
-            ("inputs + 4", lambda t: t + 4),
-            ("non-contiguous inputs", _strided_copy),
-        ]
+        gen = torch.Generator().manual_seed(self.seed + 2250)
         done, skipped = [], []
-        for name, transform in variants:
-            inputs = [transform(t) if isinstance(t, torch.Tensor) and t.dtype.is_floating_point
-                      else t for t in base]
-            try:
-                expected = self.reference(ref, inputs)
-            except ProblemError as exc:
-                skipped.append(f"{name} (the reference refuses them: {str(exc)[:120]})")
+        for family in _VARIANTS:
+            found = self.finite_variant(family, gen, ref, base)
+            if isinstance(found, str):
+                skipped.append(found)
                 continue
-            if not all(bool(torch.isfinite(t).all()) for t in compare.tensors_of(expected)
-                       if t.dtype.is_floating_point):
-                skipped.append(f"{name} (the reference is not finite there)")
-                continue
+            name, inputs, expected = found
             out = self.run_candidate(key, inputs, name)
             self.compare(expected, out, f"{name} at {sizes}",
                          truth=functools.partial(self.reference64, ref, inputs),
@@ -751,14 +818,46 @@ class Evaluation:
             del inputs, expected, out
             done.append(name)
         del base
-        if any(p.dtype.is_floating_point and p.numel() for p in ref.parameters()):
+        if any(p.dtype.is_floating_point and p.numel() for p in ref.parameters()) or (
+                self.floats_in_constructor(problem, sizes)):
             module, other_ref, other_key = self.build(problem, sizes, perturb=True)
             inputs = self.inputs(module, problem, self.seed + 2300)
             self.check_once(other_key, other_ref, inputs, f"other parameter values at {sizes}")
             self.release(inputs)
-            done.append("other parameter values")
+            done.append("other parameter values" + (
+                f" (constructor floats varied: {', '.join(self.varied_floats)})"
+                if self.varied_floats else ""))
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+
+    def finite_variant(self, family: Callable[[torch.Generator, int], tuple[
+                           str, Callable[[torch.Tensor], torch.Tensor]]],
+                       gen: torch.Generator, ref: torch.nn.Module, base: list[Any]
+                       ) -> tuple[str, list[Any], Any] | str:
+        """A variant of ``family`` whose reference is finite: (name, inputs, reference's
+        output), its milder forms tried where it is not; else why it is skipped."""
+        why = ""
+        for mild in range(4):
+            name, transform = family(gen, mild)
+            inputs = [transform(t) if isinstance(t, torch.Tensor) and t.dtype.is_floating_point
+                      else t for t in base]
+            try:
+                expected = self.reference(ref, inputs)
+            except ProblemError as exc:
+                self.release(inputs)
+                return f"{name} (the reference refuses them: {str(exc)[:120]})"
+            if all(bool(torch.isfinite(t).all()) for t in compare.tensors_of(expected)
+                   if t.dtype.is_floating_point):
+                return name, inputs, expected
+            why = f"{name} (the reference is not finite there, nor on milder forms)"
+            del expected
+            self.release(inputs)
+        return why
+
+    def floats_in_constructor(self, problem: Problem, sizes: dict[str, int]) -> bool:
+        module = problem.module(sizes)
+        return bool(vary_floats(call_factory(module, "get_init_inputs", problem.path),
+                                torch.Generator().manual_seed(0))[1])
 
     def run_nonfinite(self, problem: Problem, sizes: dict[str, int]) -> None:
         """Inputs with a few NaN values, then with a few +inf and -inf (``eval.nonfinite``):
@@ -1087,8 +1186,11 @@ class Evaluation:
         module, ref, key = self.build(problem, dict(problem.sizes))
         # The candidate's process makes its own inputs at these sizes, and runs first: at
         # KernelBench's sizes two copies (and one in transit) would not fit beside each other.
+        # The timed inputs are too large to send (gigabytes): the candidate's process makes them
+        # from a seed drawn for them alone, unrelated to the correctness checks' seeds.
+        timed_seed = secrets.randbelow(2**31)
         reply = self.remote.ask("simulate", key=key, problem=str(problem.path),
-                                sizes=dict(problem.sizes), seed=self.seed + 4000, gen=gen)
+                                sizes=dict(problem.sizes), seed=timed_seed, gen=gen)
         forbidden = sorted(op for op in reply.get("ops", [])
                            if op not in ALLOWED_ATEN_OPS | self.allowed)
         if reply.get("illegal"):
@@ -1097,7 +1199,7 @@ class Evaluation:
         if forbidden:
             raise Verdict("cheat", f"at the timed sizes the forward ran torch ops that do the "
                                    f"work: {', '.join(forbidden)}")
-        inputs = self.inputs(module, problem, self.seed + 4000)
+        inputs = self.inputs(module, problem, timed_seed)
         self.check_sampled_outputs(ref, inputs, reply, dict(problem.sizes))
         with torch.no_grad():
             base = simulate_reference(ref, inputs, gen)
@@ -1348,6 +1450,113 @@ class Evaluation:
         return out
 
 
+def _draw(gen: torch.Generator, low: float, high: float) -> float:
+    return low + (high - low) * float(torch.rand((), generator=gen))
+
+
+VARIANT_CHUNK = 1 << 26  # elements a variant's transform draws and writes at a time
+
+
+def _in_chunks(t: torch.Tensor, seed: int,
+               fn: Callable[[torch.Tensor, torch.Generator], None]) -> torch.Tensor:
+    """A contiguous copy of ``t`` transformed in place by ``fn(chunk, generator)`` a chunk at
+    a time, the generator on ``t``'s device: a variant of a 6 GB input costs one copy, not
+    the three or four that whole-tensor expressions would hold at once."""
+    out = t.detach().clone(memory_format=torch.contiguous_format)
+    flat = out.view(-1)
+    gen = torch.Generator(device=t.device).manual_seed(seed)
+    for start in range(0, flat.numel(), VARIANT_CHUNK):
+        fn(flat[start:start + VARIANT_CHUNK], gen)
+    return out
+
+
+def _uniform(chunk: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    return torch.rand(chunk.shape, generator=gen, device=chunk.device, dtype=torch.float32)
+
+
+def _scaled(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    s = 10 ** _draw(gen, 1.0, 3.0) / 10 ** mild * (1 if float(torch.rand((), generator=gen)) < 0.5
+                                                 else -1)
+    return f"inputs x {s:.4g}", lambda t: t * s
+
+
+def _shifted(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    c = _draw(gen, 2.0, 8.0) / 2 ** mild * (1 if float(torch.rand((), generator=gen)) < 0.5
+                                           else -1)
+    seed = int(torch.randint(0, 2**31, (), generator=gen))
+
+    def signs(chunk: torch.Tensor, g: torch.Generator) -> None:
+        flip = _uniform(chunk, g) < 0.5
+        chunk.mul_(1 - 2 * flip.to(chunk.dtype)).add_(c)
+
+    return f"inputs with random signs + {c:.4g}", lambda t: _in_chunks(t, seed, signs)
+
+
+def _ties(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """Values rounded to a grid of a quarter of their spread (many exact ties), one in 1e5 of
+    them an outlier of 1e3 (1e3 / 10^mild) times their standard deviation."""
+    big = 1e3 / 10 ** mild
+    seed = int(torch.randint(0, 2**31, (), generator=gen))
+
+    def transform(t: torch.Tensor) -> torch.Tensor:
+        step = (float(t.float().std()) / 4 if t.numel() > 1 else 1.0) or 1.0
+
+        def grid(chunk: torch.Tensor, g: torch.Generator) -> None:
+            chunk.div_(step).round_().mul_(step)
+            where = torch.randint(chunk.numel(), (max(1, chunk.numel() // 100_000),),
+                                  generator=g, device=chunk.device)
+            spread = 4 * step  # the inputs' standard deviation
+            chunk[where] = torch.where(chunk[where] < 0, -big * spread, big * spread).to(
+                chunk.dtype)
+
+        return _in_chunks(t, seed, grid)
+
+    return f"ties on a grid and outliers x {big:g}", transform
+
+
+def _magnitudes(gen: torch.Generator, mild: int
+                ) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    decades = 3.0 / 2 ** mild
+    seed = int(torch.randint(0, 2**31, (), generator=gen))
+
+    def spread(chunk: torch.Tensor, g: torch.Generator) -> None:
+        chunk.mul_(torch.pow(10.0, _uniform(chunk, g).mul_(2).sub_(1).mul_(decades))
+                   .to(chunk.dtype))
+
+    return (f"inputs spread over {2 * decades:g} decades of magnitude",
+            lambda t: _in_chunks(t, seed, spread))
+
+
+def _near_one(gen: torch.Generator, mild: int
+              ) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    eps = _draw(gen, 0.005, 0.05) / 2 ** mild
+
+    def transform(t: torch.Tensor) -> torch.Tensor:
+        mean = float(t.float().mean()) if t.numel() else 0.0
+        std = (float(t.float().std()) if t.numel() > 1 else 1.0) or 1.0
+        def standardise(chunk: torch.Tensor, g: torch.Generator) -> None:
+            chunk.sub_(mean).mul_(eps / std).add_(1)
+
+        return _in_chunks(t, 0, standardise)
+
+    return f"inputs near one (1 + {eps:.3g} x standardised inputs)", transform
+
+
+def _layout(name: str, fn: Callable[[torch.Tensor], torch.Tensor]
+            ) -> Callable[[torch.Generator, int], tuple[str, Callable[[torch.Tensor],
+                                                                        torch.Tensor]]]:
+    return lambda gen, mild: (name, fn)
+
+
+# run_variants' families: (generator, mildness 0-3) -> (name, transform of a floating input)
+_VARIANTS: list[Callable[[torch.Generator, int],
+                         tuple[str, Callable[[torch.Tensor], torch.Tensor]]]] = [
+    _scaled, _shifted, _ties, _magnitudes, _near_one,
+    _layout("non-contiguous inputs", _strided_copy),
+    _layout("every dim's stride changed", _reversed_layout),
+]
+
+
 def _under(fl: dict[str, Any], fn: Callable[..., Any], inputs: list[Any]) -> Any:
     """``fn(*inputs)`` under the flags ``fl`` (a timed baseline's forward)."""
     with flags.applied(fl):
@@ -1368,6 +1577,7 @@ class _Observed:
     stream_switched: bool
     tampered: list[str]
     notes: list[str]
+    retained: list[int]
 
     @classmethod
     def of(cls, reply: dict[str, Any]) -> _Observed:
@@ -1379,7 +1589,8 @@ class _Observed:
                 modified=[int(i) for i in reply["modified"]], threads=int(reply["threads"]),
                 stream_switched=bool(reply["stream_switched"]),
                 tampered=[str(t) for t in reply["tampered"]],
-                notes=[str(n) for n in reply.get("notes", [])])
+                notes=[str(n) for n in reply.get("notes", [])],
+                retained=[int(i) for i in reply.get("retained", [])])
         except (KeyError, TypeError, ValueError) as exc:
             raise Verdict("cheat", f"the candidate's process sent a malformed report "
                                    f"({type(exc).__name__}: {exc})") from exc

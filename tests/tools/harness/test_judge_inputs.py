@@ -1,0 +1,158 @@
+"""The judge's inputs a kernel cannot predict and its bookkeeping of outputs (issue #47): the
+variants' transforms (drawn per evaluation, one copy of the input each), float constructor
+arguments varied, every dim's stride changed, sizes at their real value on the interpreter
+targets, digests of earlier outputs, the candidate process's check for outputs it keeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kernelevolve.problem import load_problem
+from kernelevolve.tools.harness import compare, worker
+from kernelevolve.tools.harness.candidate import retained_outputs
+
+KERNELBENCH = Path(__file__).resolve().parents[4] / "shared" / "kernelbench" / "level1"
+
+
+def _variants(seed: int) -> list[str]:
+    gen = torch.Generator().manual_seed(seed)
+    return [family(gen, 0)[0] for family in worker._VARIANTS]
+
+
+def test_variants_are_drawn_per_evaluation():
+    """The scale, the shift and the spread change with the evaluation's seed: a kernel cannot
+    detect the judge's variant by a fixed factor."""
+    a, b = _variants(1), _variants(2)
+    assert a[0] != b[0] and a[1] != b[1] and a[4] != b[4]
+    assert a[5:] == b[5:]  # the layouts are what they are
+
+
+def test_each_transform_keeps_shape_and_dtype_and_changes_values():
+    gen = torch.Generator().manual_seed(3)
+    t = torch.rand(6, 5, 4)  # non-negative, as torch.rand's inputs
+    for family in worker._VARIANTS:
+        name, transform = family(gen, 0)
+        out = transform(t)
+        assert out.shape == t.shape and out.dtype == t.dtype, name
+        assert torch.isfinite(out).all(), name
+        if "stride" in name or "non-contiguous" in name:
+            assert torch.equal(out, t) and not out.is_contiguous(), name
+        else:
+            assert not torch.equal(out, t), name
+    signs = worker._shifted(torch.Generator().manual_seed(4), 0)[1](t)
+    assert (signs - signs.mean()).abs().max() > 0  # random signs, then a shift
+    shifted_back = signs - float(worker._shifted(torch.Generator().manual_seed(4), 0)[0]
+                                 .rsplit("+ ", 1)[1])
+    assert (shifted_back < 0).any() and (shifted_back > 0).any()
+
+
+def test_ties_and_outliers():
+    t = torch.randn(1000, 300)
+    out = worker._ties(torch.Generator().manual_seed(5), 0)[1](t)
+    assert out.unique().numel() < t.numel() // 100  # a grid: many exact ties
+    assert out.abs().max() > 100 * t.abs().max()  # outliers 1e3 times as large
+
+
+def test_milder_forms_shrink():
+    gen = torch.Generator().manual_seed(6)
+    s0 = abs(float(worker._scaled(gen, 0)[0].split("x ")[1]))
+    gen = torch.Generator().manual_seed(6)
+    s3 = abs(float(worker._scaled(gen, 3)[0].split("x ")[1]))
+    assert s3 == s0 / 1000
+
+
+def test_every_dim_stride_changed():
+    t = torch.randn(3, 4, 5)
+    r = worker._reversed_layout(t)
+    assert torch.equal(r, t)
+    assert all(a != b for a, b in zip(r.stride(), t.stride(), strict=True))
+
+
+def test_float_constructor_arguments_vary():
+    varied, changed = worker.vary_floats([16, 2.0, 0.0, (1.5, 3), "x", True],
+                                         torch.Generator().manual_seed(7))
+    assert varied[0] == 16 and varied[2] == 0.0 and varied[4] == "x" and varied[5] is True
+    assert varied[1] != 2.0 and 0.6 * 2.0 <= varied[1] <= 1.6 * 2.0
+    assert varied[3][0] != 1.5 and varied[3][1] == 3
+    assert len(changed) == 2
+
+
+def test_a_size_at_its_real_value_on_the_interpreter_targets():
+    """KernelBench's softmax rows are 393,216 wide; shrunk checks see 192. One plan takes the
+    row as long as fits (far past a BLOCK capped at 4096), the batch shrunk to its least."""
+    problem = load_problem(KERNELBENCH / "23_Softmax.py")
+    base = problem.shrink_sizes(1 << 16)
+    plans = problem.real_size_plans([base], 2 << 16, limit=1)
+    assert len(plans) == 1
+    name, sizes = plans[0]
+    assert name == "dim" and sizes["dim"] > 8 * base["dim"] and sizes["dim"] > 4096
+    assert problem.input_elements(sizes) <= 2 << 16
+
+
+def test_digests_tell_bitwise_equality():
+    a = torch.randn(1000)
+    b = a.clone()
+    assert compare.fingerprint(a, 11) == compare.fingerprint(b, 11)
+    b[500] = torch.nextafter(b[500], torch.tensor(float("inf")))
+    assert compare.fingerprint(a, 11) != compare.fingerprint(b, 11)
+    assert compare.fingerprint((a, 3), 11) != compare.fingerprint((a, 4), 11)
+    odd = torch.arange(7, dtype=torch.uint8)  # a byte count that is no multiple of 4
+    assert compare.fingerprint(odd, 1) != compare.fingerprint(odd + 1, 1)
+
+
+def test_own_copy_copies_only_what_shares_memory():
+    x = torch.randn(4, 4)
+    fresh = torch.randn(4, 4)
+    assert compare.own_copy(fresh, [x]) is not x
+    assert compare.own_copy(fresh, [x]).data_ptr() == fresh.data_ptr()
+    view = x.view(16)
+    copied = compare.own_copy(view, [x])
+    assert copied.data_ptr() != x.data_ptr() and torch.equal(copied, view)
+
+
+class _Fresh(torch.nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        out.copy_(x)
+        return out
+
+
+class _Ring(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ring = [torch.empty(4, 4) for _ in range(3)]
+        self.turn = 0
+
+    def forward(self, x):
+        self.turn = (self.turn + 1) % 3
+        return self.ring[self.turn]
+
+
+class _ViewOfKept(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.big = torch.empty(64)
+
+    def forward(self, x):
+        return self.big[:16].view(4, 4)
+
+
+class _Pair(torch.nn.Module):
+    def forward(self, x):
+        both = torch.empty(2, *x.shape)
+        return both[0], both[1]
+
+
+def test_outputs_the_candidate_keeps_are_found():
+    x = torch.randn(4, 4)
+    with torch.no_grad():
+        assert retained_outputs(_Fresh()(x), [x]) == []
+        assert retained_outputs(_Pair()(x), [x]) == []
+        assert retained_outputs(_Ring()(x), [x]) == [0]
+        assert retained_outputs(_ViewOfKept()(x), [x]) == [0]
+        assert retained_outputs(x, [x]) == []  # an input: the input checks' business
+        log = [("kernel", (x, _Fresh()(x)), {})]
+        out = log[0][1][1]
+        assert retained_outputs(out, [x], log) == []  # the harness's own launch log
