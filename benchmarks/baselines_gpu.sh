@@ -11,7 +11,8 @@
 # tests: the GPU tests of the contract, the baselines and the convolutions' TF32 product;
 # memory: benchmarks/judge_memory_gpu.py on the six largest level-1 inputs, the tree before
 # (.carry/before) and this one; start: `bench_shards.py run` over all of level 1 (one round,
-# the default plan, three processes) in the background, from a copy in /tmp (a later call
+# the default plan, three processes; the convolutions first: their rows are the ones the
+# baselines' flags change) in the background, from a copy in /tmp (a later call
 # carries the tree anew); wait: sleep while it runs, printing progress; collect: merge the
 # shards that finished into DIR/l1 (bench.json, bench.md).
 set -u
@@ -38,6 +39,7 @@ for part in "$@"; do
         rm -rf "$work" && mkdir -p "$work" && cp -r "$PWD" "$work/repo"
         (cd "$work/repo" && setsid nohup python benchmarks/bench_shards.py run \
             .carry/kernelbench/level1 --target cuda --out "$work/l1" --procs 3 --rounds 1 \
+            --first 50_ $(seq -f '%g_' 54 87) \
             --deadline-s 1500 --env KERNELEVOLVE_SEARCH__WALL_S=60 \
             > "$work/l1.log" 2>&1 &)
         sleep 5; cat "$work/l1.log" ;;
