@@ -37,11 +37,12 @@ for part in "$@"; do
         tail -5 "$dir/memory_before.log" "$dir/memory_after.log" | cut -c1-400 ;;
     start)
         rm -rf "$work" && mkdir -p "$work" && cp -r "$PWD" "$work/repo"
+        # PROBLEMS: a directory of problem files (default: all of level 1); DEADLINE_S: the
+        # bench's own deadline (what finished by then is kept)
         (cd "$work/repo" && setsid nohup python benchmarks/bench_shards.py run \
-            .carry/kernelbench/level1 --target cuda --out "$work/l1" --procs 3 --rounds 1 \
-            --first 50_ $(seq -f '%g_' 54 87) \
-            --deadline-s 1500 --env KERNELEVOLVE_SEARCH__WALL_S=60 \
-            > "$work/l1.log" 2>&1 &)
+            "${PROBLEMS:-.carry/kernelbench/level1}" --target cuda --out "$work/l1" --procs 3 \
+            --rounds 1 --first 50_ $(seq -f '%g_' 54 87) --deadline-s "${DEADLINE_S:-1500}" \
+            --env KERNELEVOLVE_SEARCH__WALL_S=60 > "$work/l1.log" 2>&1 &)
         sleep 5; cat "$work/l1.log" ;;
     wait)
         end=${WAIT_UNTIL:-560}  # seconds since this script started: a call's 10 minutes
