@@ -25,7 +25,7 @@ work=/tmp/dev46
 for part in "$@"; do
     case $part in
     tests)
-        timeout 300 python -m pytest -q -m gpu tests/gpu/test_baselines_gpu.py \
+        timeout ${TESTS_S:-300} python -m pytest -q -m gpu tests/gpu/test_baselines_gpu.py \
             tests/gpu/test_conv_tma_gpu.py -p no:cacheprovider -s > "$dir/gpu_tests.txt" 2>&1
         grep -E "tf32 conv|passed|failed|Error" "$dir/gpu_tests.txt" | tail -12 ;;
     memory)
