@@ -350,7 +350,8 @@ class Evaluation:
         instances are reused, so state a candidate keeps between calls is exercised. The
         candidate gets a copy of the reference's weights: nothing it does reaches these.
         ``perturb``: another pair whose floating parameters moved away from their initial
-        values (by their own spread, at least 0.1), built with its float constructor arguments
+        values (by their own spread, at least 0.1), its floating buffers too (non-negative ones,
+        a running variance, scaled and kept positive), built with its float constructor arguments
         varied (``vary_floats``; as given where the varied ones are refused)."""
         module, ref, init_inputs = problem.instantiate(sizes, self.seed)
         if perturb:
@@ -377,6 +378,15 @@ class Evaluation:
                             spread = max(float(p.float().std()) if p.numel() > 1 else 0.0, 0.1)
                             noise = torch.randn(p.shape, generator=gen) * spread
                             p.add_(noise.to(p.dtype))
+                    for b in ref.buffers():  # running statistics: a kernel may not assume them
+                        if b.dtype.is_floating_point and b.numel():
+                            factor = 0.5 + 1.5 * torch.rand(b.shape, generator=gen)
+                            if bool((b >= 0).all()):  # a variance stays positive
+                                b.mul_(factor.to(b.dtype)).add_(0.1 * factor.to(b.dtype))
+                            else:
+                                b.add_((torch.randn(b.shape, generator=gen) * max(
+                                    float(b.float().std()) if b.numel() > 1 else 0.0,
+                                    0.1)).to(b.dtype))
             weights = {k: v.detach().clone() for k, v in ref.state_dict().items()}
             # ModelNew's own initial values are replaced by the reference's weights, so it is
             # built under a seed of its own: the evaluation's seed (from which every input set
@@ -787,8 +797,9 @@ class Evaluation:
     def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
         """Inputs ``get_inputs()`` never draws, at the base sizes, each transform's parameters
         drawn per evaluation (a kernel cannot detect a fixed variant): scaled by a random
-        factor of either sign (a softmax without max-subtraction overflows), shifted with random
-        signs (a ReLU written as a copy of non-negative inputs), rounded to a coarse grid with a
+        factor of either sign (a softmax without max-subtraction overflows), shifted (a series
+        valid only near zero), with random signs (a ReLU written as a copy of non-negative
+        inputs), rounded to a coarse grid with a
         few large outliers (ties: a last-index argmax), spread over six decades of magnitude,
         and moved near one (a product or a log over many terms); non-contiguous views of the
         same values (the last two dims transposed, and every dim's stride changed: a kernel that
@@ -1483,13 +1494,19 @@ def _scaled(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tenso
 def _shifted(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
     c = _draw(gen, 2.0, 8.0) / 2 ** mild * (1 if float(torch.rand((), generator=gen)) < 0.5
                                            else -1)
+    return f"inputs + {c:.4g}", lambda t: t + c
+
+
+def _signs(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """Each value's sign flipped with probability one half (``torch.rand``'s inputs are all
+    non-negative: a ReLU written as a copy passes them)."""
     seed = int(torch.randint(0, 2**31, (), generator=gen))
 
     def signs(chunk: torch.Tensor, g: torch.Generator) -> None:
         flip = _uniform(chunk, g) < 0.5
-        chunk.mul_(1 - 2 * flip.to(chunk.dtype)).add_(c)
+        chunk.mul_(1 - 2 * flip.to(chunk.dtype))
 
-    return f"inputs with random signs + {c:.4g}", lambda t: _in_chunks(t, seed, signs)
+    return "inputs with random signs", lambda t: _in_chunks(t, seed, signs)
 
 
 def _ties(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
@@ -1551,7 +1568,7 @@ def _layout(name: str, fn: Callable[[torch.Tensor], torch.Tensor]
 # run_variants' families: (generator, mildness 0-3) -> (name, transform of a floating input)
 _VARIANTS: list[Callable[[torch.Generator, int],
                          tuple[str, Callable[[torch.Tensor], torch.Tensor]]]] = [
-    _scaled, _shifted, _ties, _magnitudes, _near_one,
+    _scaled, _shifted, _signs, _ties, _magnitudes, _near_one,
     _layout("non-contiguous inputs", _strided_copy),
     _layout("every dim's stride changed", _reversed_layout),
 ]
