@@ -113,7 +113,9 @@ class Plan:
 # check_wall_clock: forwards worth this many milliseconds of claimed time are timed by wall
 # clock; the claim may be below that per forward by (factor, ms per call, ms per request).
 WALL_TARGET_MS = 200.0
-WALL_SLACK = (2.0, 0.3, 5.0)
+# On an H100 (2026-12-07, 32 level-1 convolutions of 0.4-38 ms) the judge's wall clock per
+# forward was 0.99-1.10x the reported median; a factor of 2 let a forged 1.9x through.
+WALL_SLACK = (1.25, 0.3, 5.0)
 # check_memory_floor: a kernel may stream this much faster than a measured copy; the floor
 # holds where the traffic is at least this many times the L2 cache.
 FLOOR_MARGIN = 1.3
@@ -446,6 +448,15 @@ class Evaluation:
         try:
             with torch.no_grad(), rec if rec is not None else contextlib.nullcontext():
                 out = ref(*args)
+        except torch.OutOfMemoryError as exc:  # the device's state, not the problem's code
+            free, total = (torch.cuda.mem_get_info(self.device) if self.device.type == "cuda"
+                           else (0, 0))
+            raise Verdict("runtime_error", f"the judge ran out of device memory running the "
+                                           f"reference ({free / 2**30:.1f} of "
+                                           f"{total / 2**30:.1f} GiB free): other work shares "
+                                           f"this GPU, or the problem needs more than it has; "
+                                           f"evaluate again with the GPU to itself "
+                                           f"({str(exc)[:160]})") from exc
         except Exception as exc:  # the problem's own code, not the candidate's
             raise ProblemError(f"the reference Model.forward raised {type(exc).__name__}: "
                                f"{exc}") from exc
