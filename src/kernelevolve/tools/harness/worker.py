@@ -135,6 +135,7 @@ PREVIOUS_KEPT = 4
 # row softmax's correctness checks 4x slower, a layer norm's 10x.
 REAL_SIZE_BUDGET = 2
 REAL_SIZE_PLANS = 1
+REAL_SIZE_MAX_S = 30.0
 PREVIOUS_KEPT_CUDA = 2
 
 
@@ -300,6 +301,11 @@ class Evaluation:
         # answers precomputed for known inputs; they are reported, so a run can be replayed.
         seed = self.cfg.get("seed")
         self.seed = int(seed) if seed is not None else secrets.randbelow(2**31)
+        # The weights (which the candidate's process receives) come from a seed of their own:
+        # from them no input set's seed can be searched for. A seed the user fixes fixes both.
+        self.weight_seed = (self.seed * 7919 + 17) % 2**31 if seed is not None else (
+            secrets.randbelow(2**31))
+        self.base_forward_s = 0.0  # the judge's own clock over a forward at the base sizes
         # The baselines' flags (eval.baseline): what eager and torch.compile are timed with;
         # the other preset is timed beside them where it changes the problem's ops. The truth
         # stays TF32-off whatever they are (serve).
@@ -310,6 +316,7 @@ class Evaluation:
                                "compile_mode": self.baseline["compile_mode"]}
         self.contract_passes: list[str] = []  # comparisons the precision contract passed
         self.footprint = 0  # bytes of the largest checked sizes' inputs, outputs and weights
+        self.last_forward_s = 0.0
         self.varied_floats: list[str] = []  # constructor floats the perturbed build varied
         self.stages["start"] = time.perf_counter() - t0
 
@@ -355,7 +362,7 @@ class Evaluation:
         values (by their own spread, at least 0.1), its floating buffers too (non-negative ones,
         a running variance, scaled and kept positive), built with its float constructor arguments
         varied (``vary_floats``; as given where the varied ones are refused)."""
-        module, ref, init_inputs = problem.instantiate(sizes, self.seed)
+        module, ref, init_inputs = problem.instantiate(sizes, self.weight_seed)
         if perturb:
             varied, changed = vary_floats(init_inputs, torch.Generator().manual_seed(
                 self.seed + 2450))
@@ -373,7 +380,7 @@ class Evaluation:
                + (" perturbed" if perturb else ""))
         if key not in self.instances:
             if perturb:
-                gen = torch.Generator().manual_seed(self.seed + 2400)
+                gen = torch.Generator().manual_seed(self.weight_seed + 2400)
                 with torch.no_grad():
                     for p in ref.parameters():
                         if p.dtype.is_floating_point and p.numel():
@@ -510,7 +517,9 @@ class Evaluation:
         buf = self._buffer(inputs)
         fresh = buf not in self.sent
         # Sent as they are (strides too): serialising copies them.
+        t0 = time.perf_counter()
         reply = self.remote.ask("forward", key=key, buf=buf, inputs=inputs if fresh else None)
+        self.last_forward_s = time.perf_counter() - t0
         self.sent.add(buf)
         out, obs = reply.get("out"), _Observed.of(reply)
         if not self.first_call_s:
@@ -692,14 +701,28 @@ class Evaluation:
         larger = self.larger_sizes(problem, base)
         if larger is not None:
             plans.append(Plan("larger shapes", larger, [seed + 2500]))
-        if self.device.type != "cuda" and base != problem.sizes:
-            # each size at its real value once (the others shrunk), where that fits the larger
-            # shapes' budget: a BLOCK capped below the real row length, with no loop, fails
-            checked = [p.sizes for p in plans]
-            budget = REAL_SIZE_BUDGET * int(self.cfg["cpu_max_elements"])
-            for i, (name, sizes) in enumerate(problem.real_size_plans(checked, budget,
-                                                                      REAL_SIZE_PLANS)):
-                plans.append(Plan(f"{name} at its real size", sizes, [seed + 2550 + i]))
+        return plans
+
+    def real_size_plans(self, problem: Problem, checked: list[Plan]) -> list[Plan]:
+        """On the interpreter targets, a size at its real value once (the others shrunk),
+        where that fits REAL_SIZE_BUDGET: a BLOCK capped below the real row length, with no
+        loop, fails there. Left out, and said, where the judge's own clock says one forward
+        there would take over REAL_SIZE_MAX_S (the interpreter's cost grows with the size)."""
+        base = checked[0].sizes
+        if self.device.type == "cuda" or base == problem.sizes:
+            return []
+        budget = REAL_SIZE_BUDGET * int(self.cfg["cpu_max_elements"])
+        plans = []
+        for i, (name, sizes) in enumerate(problem.real_size_plans(
+                [p.sizes for p in checked], budget, REAL_SIZE_PLANS)):
+            ratio = problem.input_elements(sizes) / max(1, problem.input_elements(base))
+            estimate = self.base_forward_s * ratio
+            if estimate > REAL_SIZE_MAX_S:
+                self.flags.append(f"not checked with {name} at its real size {sizes}: one "
+                                  f"forward there would take about {estimate:.0f} s in the "
+                                  f"interpreter")
+                continue
+            plans.append(Plan(f"{name} at its real size", sizes, [self.seed + 2550 + i]))
         return plans
 
     def larger_sizes(self, problem: Problem, base: dict[str, int]) -> dict[str, int] | None:
@@ -731,6 +754,8 @@ class Evaluation:
             inputs = self.inputs(module, problem, seed)
             label = f"{plan.label} {k + 1}/{len(plan.seeds)} at {plan.sizes}"
             out, expected = self.check_once(key, ref, inputs, label)
+            if plan.pointer_reuse:  # the base sizes: what one forward costs here (the least)
+                self.base_forward_s = min(self.base_forward_s or math.inf, self.last_forward_s)
             out_digest = compare.fingerprint(out, fp_key)
             if plan.determinism and k == 0:
                 del out  # the second run's output replaces it: one output held at a time
@@ -1357,7 +1382,7 @@ class Evaluation:
             with self.stage("gpu compile"):
                 self.compile_for_gpu()
             with self.stage("correctness"):
-                for plan in others:
+                for plan in others + self.real_size_plans(problem, [first, *others]):
                     try:
                         self.run_plan(problem, plan)
                     except ProblemError as exc:  # the problem refused sizes the probe let by
