@@ -8,9 +8,12 @@ import time
 import mtia_kernels as K
 import pytest
 import torch
+import triton
+import triton.language as tl
 import triton.runtime.interpreter as interp
 from triton.runtime.interpreter import InterpretedFunction
 
+from kernelevolve.tools.harness.interpreter import ProgramOrder
 from kernelevolve.tools.metrics import METRICS
 from kernelevolve.tools.mtia import SimReport, simulate_forward
 
@@ -99,3 +102,34 @@ def test_softmax_at_a_realistic_size_simulates_within_ten_seconds():
     launch = report.launches[0]
     assert launch.programs == 4096 and launch.programs_simulated <= 64
     assert launch.bytes_loaded == pytest.approx(x.numel() * 4)
+
+
+@triton.jit
+def order_kernel(out_ptr, counter_ptr):
+    slot = tl.atomic_add(counter_ptr, 1)
+    tl.store(out_ptr + slot, tl.program_id(0))
+
+
+def _order(n: int) -> list[int]:
+    ran = torch.full((n,), -1, dtype=torch.int32)
+    order_kernel[(n,)](ran, torch.zeros(1, dtype=torch.int32))
+    return ran.tolist()
+
+
+def test_simulated_programs_run_in_id_order_where_the_worker_shuffles_them():
+    # The evaluation worker runs programs in random orders (harness/interpreter.py); the sample
+    # plan is made after program 0 and the SRAM model follows the run order, so a simulation
+    # runs them in id order and then gives the worker's order back.
+    builder = interp.interpreter_builder
+    ProgramOrder().install(builder)
+    try:
+        shuffled = [_order(16) for _ in range(3)]
+        assert any(o != list(range(16)) for o in shuffled)
+        seen: list[list[int]] = []
+        simulate_forward(lambda: seen.append(_order(16)), max_programs_per_launch=10**6,
+                         max_sample_seconds=None)
+        assert seen == [list(range(16))]
+        assert "set_grid_idx" in vars(builder) and _order(16) != list(range(16))
+    finally:
+        for name in ("set_grid_dim", "set_grid_idx"):
+            vars(builder).pop(name, None)

@@ -156,7 +156,8 @@ HONEST_CASES = [
     # (closed: promote_types, result_type and can_cast are allowed: dtype metadata)
     honest("h_autotune_two_configs", "relu_mul_add",
            accept=r"autotun\w*.*interpret|interpret\w*.*autotun"),
-    # (closed: in the interpreter autotune runs its first config, unbenchmarked, and notes it)
+    # (closed: in the interpreter autotune runs its configs in turn, unbenchmarked, every one
+    # checked, and notes it)
     honest("h_torch_cat_of_kernel_outputs", "relu_mul_add"),
     # (closed: cat and stack are allowed: data movement, like copy_)
     honest("h_groupnorm", "groupnorm"),

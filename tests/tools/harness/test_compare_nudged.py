@@ -91,7 +91,7 @@ def test_two_nudged_samples_take_the_farther_per_element():
 
 def test_the_judge_draws_a_second_sample_only_where_the_first_refuses():
     truth, rounding, lucky, first, second = _sharp_case()
-    judge = SimpleNamespace(cfg={}, errors={})
+    judge = SimpleNamespace(cfg={}, errors={}, contract_ops=list)
     draws: list[int] = []
 
     def nudged(draw: int = 0):

@@ -46,8 +46,10 @@ from typing import Any
 import torch
 
 from kernelevolve.problem import as_list
-from kernelevolve.tools.harness import compare, guard
+from kernelevolve.tools.harness import compare
+from kernelevolve.tools.harness.gpu_compile import LaunchLog
 from kernelevolve.tools.harness.guard import Integrity, LaunchCounter, OpRecorder
+from kernelevolve.tools.harness.interpreter import AUTOTUNE, PROGRAM_ORDER
 from kernelevolve.tools.harness.timing import InputVariation, time_interleaved
 
 # Inputs of at most this many bytes come back after every forward, so the judge itself sees
@@ -306,19 +308,17 @@ class CandidateSide:
     def do_load(self) -> dict[str, Any]:
         self.cls = load_candidate(self.path, self.integrity, self.tag)
         if os.environ.get("TRITON_INTERPRET") == "1":
-            self.launches.log = []  # for do_gpu_compile
+            self.launches.log = LaunchLog()  # for do_gpu_compile
         return {}
 
     def do_gpu_compile(self, arch: int, timeout_s: float) -> dict[str, Any]:
-        """Compile the kernels launched so far for sm_<arch> (gpu_compile.py): the errors, how
-        many distinct kernels were compiled, and those that could not be described."""
-        from kernelevolve.tools.harness.gpu_compile import (
-            CompileTimeout,
-            compile_specs,
-            launch_specs,
-        )
+        """Compile for sm_<arch> the kernels launched since the last call (gpu_compile.py):
+        the errors, how many distinct kernels were compiled, and the launches that could not
+        be described."""
+        from kernelevolve.tools.harness.gpu_compile import CompileTimeout, compile_specs
 
-        specs, skipped = launch_specs(list(self.launches.log or []))
+        log = self.launches.log or LaunchLog()
+        specs, skipped = log.take_new(), list(log.skipped)
         try:
             errors = compile_specs(self.path, specs, arch, timeout_s) if specs else []
         except CompileTimeout as exc:
@@ -368,8 +368,12 @@ class CandidateSide:
         self._inputs(buf, inputs)
         return {}
 
-    def do_forward(self, key: str, buf: int, inputs: list[Any] | None) -> dict[str, Any]:
-        """One forward under the recorder; ``inputs`` None runs on the buffers as they are."""
+    def do_forward(self, key: str, buf: int, inputs: list[Any] | None, turn: int = 0,
+                   reverse_order: bool = False) -> dict[str, Any]:
+        """One forward under the recorder; ``inputs`` None runs on the buffers as they are.
+        In Triton's interpreter, autotuned kernels run their config number ``turn`` (modulo
+        their count) and each launch's programs run in a random order, or with
+        ``reverse_order`` in the reverse of the previous forward's (interpreter.py)."""
         model = self.models[key]
         args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
         before = compare.snapshot(args)
@@ -383,6 +387,8 @@ class CandidateSide:
         stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
         recorder = OpRecorder()
         self.launches.count = 0
+        PROGRAM_ORDER.begin_forward(reverse=bool(reverse_order))
+        AUTOTUNE.begin_forward(int(turn))
         t0 = time.perf_counter()
         try:
             with torch.no_grad(), recorder, started:
@@ -394,7 +400,7 @@ class CandidateSide:
             raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
                                   f"{tb_tail(exc)}", fatal=is_fatal_device_error(exc)) from exc
         seconds = time.perf_counter() - t0
-        retained = retained_outputs(out, args, self.launches.log)
+        retained = retained_outputs(out, args)
         self.last_out = out
         small = self.device.type == "cuda" or sum(  # on a GPU they go back by handle
             t.numel() * t.element_size() for t in args
@@ -409,7 +415,8 @@ class CandidateSide:
             "threads": started.count,
             "stream_switched": stream is not None and torch.cuda.current_stream() != stream,
             "tampered": self.integrity.tampered(),
-            "notes": list(guard.UNTIMED_AUTOTUNE),
+            "notes": list(AUTOTUNE.notes),
+            "autotune_configs": AUTOTUNE.most,
             "retained": retained,
         }
 
@@ -488,6 +495,7 @@ class CandidateSide:
         recorder = OpRecorder()
         written = Written(seed=seed)
         result: list[Any] = []
+        AUTOTUNE.begin_forward(0)  # autotuned kernels are simulated at their first config
 
         def forward() -> Any:
             with torch.no_grad(), recorder:

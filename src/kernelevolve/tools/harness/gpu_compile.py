@@ -1,12 +1,13 @@
 """Compile, for a GPU, the Triton kernels a candidate launched in the interpreter.
 
 Triton's interpreter runs a kernel's Python body on numpy arrays: a kernel can pass there and
-still not compile for a GPU (a value typed float in one branch of a runtime ``if`` and int in the other, a pass
-that fails). On the interpreter targets (cpu, mtia-sim) the candidate process keeps each
-launch's kernel and arguments; :func:`launch_specs` turns them into Triton's signature strings and
-constexpr values, and a fresh Python process (``python -m kernelevolve.tools.harness.gpu_compile``,
-no interpreter state in it) imports the candidate so ``@triton.jit`` makes real JITFunctions and
-compiles each kernel for ``sm_<arch>`` with the ptxas bundled with Triton: no GPU is needed.
+still not compile for a GPU (a value typed float in one branch of a runtime ``if`` and int in
+the other, a pass that fails). On the interpreter targets (cpu, mtia-sim) the candidate process
+describes every launch as it happens (:class:`LaunchLog`: Triton's signature strings and
+constexpr values, every specialization and every autotune config, without a cap), and a fresh
+Python process (``python -m kernelevolve.tools.harness.gpu_compile``, no interpreter state in
+it) imports the candidate so ``@triton.jit`` makes real JITFunctions and compiles each kernel
+for ``sm_<arch>`` with the ptxas bundled with Triton: no GPU is needed.
 
 Worker-side: torch, triton and the standard library only.
 """
@@ -24,6 +25,9 @@ from typing import Any
 
 # Launch options that go to the compiler, not to the kernel's parameters.
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+# What a GPU's autotuner counts as a config too slow to pick, not as the kernel's error
+# (Autotuner._bench): an autotune config no launch ran may fail to compile so.
+_AUTOTUNER_SKIPS = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
 
 
 def _encode(value: Any) -> Any:
@@ -47,47 +51,89 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def launch_specs(launches: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]
-                 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Each distinct (kernel, signature, constexprs) launched, as JSON; and the launches that
-    cannot be described (a kernel not defined at module level, a constexpr without a name)."""
+def launch_spec(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                params: list[inspect.Parameter] | None = None) -> dict[str, Any]:
+    """One launch's (kernel, signature, constexprs, options) as JSON; ``ValueError`` where it
+    cannot be described (a kernel not defined at module level, a constexpr without a name).
+    ``params``: the kernel function's parameters, where the caller has them."""
     from triton.runtime.jit import mangle_type
 
-    specs: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    seen: set[str] = set()
-    for kernel, args, kwargs in launches:
-        fn = getattr(kernel, "fn", None)
-        name = getattr(fn, "__name__", None)
-        if fn is None or name is None or "<locals>" in getattr(fn, "__qualname__", ""):
-            skipped.append(f"{name or kernel!r}: not a module-level kernel")
-            continue
+    fn = getattr(kernel, "fn", None)
+    name = getattr(fn, "__name__", None)
+    if fn is None or name is None or "<locals>" in getattr(fn, "__qualname__", ""):
+        raise ValueError(f"{name or kernel!r}: not a module-level kernel")
+    if params is None:
         params = list(inspect.signature(fn).parameters.values())
-        values = dict(zip([p.name for p in params], args, strict=False))
-        values.update({k: v for k, v in kwargs.items() if k in values or
-                       any(p.name == k for p in params)})
-        signature: dict[str, str] = {}
-        constexprs: dict[str, Any] = {}
+    names = {p.name for p in params}
+    values = dict(zip([p.name for p in params], args, strict=False))
+    values.update({k: v for k, v in kwargs.items() if k in names})
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    try:
+        for p in params:
+            value = values.get(p.name, p.default)
+            constexpr = "constexpr" in str(p.annotation)
+            if constexpr or value is None or value is inspect.Parameter.empty:
+                signature[p.name] = "constexpr"
+                constexprs[p.name] = _encode(None if value is inspect.Parameter.empty else value)
+            else:
+                signature[p.name] = str(mangle_type(value))
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return {"kernel": name, "signature": signature, "constexprs": constexprs,
+            "options": {k: kwargs[k] for k in _OPTIONS if kwargs.get(k) is not None}}
+
+
+class LaunchLog:
+    """Every distinct (kernel, signature, constexprs, options) launched, described as it is
+    launched (:func:`launch_spec`: no tensor is held), without a cap: a specialization that runs
+    only at the other shapes, or after 64 harmless launches, is compiled too. ``skipped``: the
+    launches that cannot be described, once each."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, dict[str, Any]] = {}
+        self.skipped: list[str] = []
+        self.compiled: set[str] = set()  # keys of specs handed to the compiler already
+        self._params: dict[Any, list[inspect.Parameter]] = {}
+
+    def take_new(self) -> list[dict[str, Any]]:
+        """The specs not handed out before (each is compiled once per evaluation)."""
+        new = [key for key in self.specs if key not in self.compiled]
+        self.compiled.update(new)
+        return [self.specs[key] for key in new]
+
+    def add(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+            ran: bool = True) -> None:
+        """``ran`` False: an autotune config logged at its kernel's launch without running
+        (``autotune_only`` until a launch runs it)."""
+        fn = getattr(kernel, "fn", None)
         try:
-            for p in params:
-                value = values.get(p.name, p.default)
-                constexpr = "constexpr" in str(p.annotation)
-                if constexpr or value is None or value is inspect.Parameter.empty:
-                    signature[p.name] = "constexpr"
-                    constexprs[p.name] = _encode(None if value is inspect.Parameter.empty
-                                                 else value)
-                else:
-                    signature[p.name] = str(mangle_type(value))
-        except ValueError as exc:
-            skipped.append(f"{name}: {exc}")
-            continue
-        spec = {"kernel": name, "signature": signature, "constexprs": constexprs,
-                "options": {k: kwargs[k] for k in _OPTIONS if kwargs.get(k) is not None}}
-        key = json.dumps(spec, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            specs.append(spec)
-    return specs, skipped
+            params = self._params.get(fn) if fn is not None else None
+            if params is None and callable(fn):
+                params = self._params[fn] = list(inspect.signature(fn).parameters.values())
+            spec = launch_spec(kernel, args, kwargs, params)
+        except (ValueError, TypeError) as exc:
+            if str(exc) not in self.skipped:
+                self.skipped.append(str(exc))
+            return
+        key = json.dumps(spec, sort_keys=True, default=str)
+        if key in self.specs:
+            if ran and self.specs[key].pop("autotune_only", None) and key in self.compiled:
+                self.compiled.discard(key)  # compiled leniently: again, as a config that ran
+            return
+        if not ran:
+            spec["autotune_only"] = True
+        self.specs[key] = spec
+
+
+def launch_specs(launches: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each distinct spec of ``launches`` ((kernel, args, kwargs) each) and the launches that
+    cannot be described (:class:`LaunchLog` over a recorded list)."""
+    log = LaunchLog()
+    for kernel, args, kwargs in launches:
+        log.add(kernel, args, kwargs)
+    return list(log.specs.values()), list(log.skipped)
 
 
 class CompileTimeout(Exception):
@@ -115,7 +161,7 @@ def compile_specs(path: Path, specs: list[dict[str, Any]], arch: int, timeout_s:
 
 
 def compile_spec(kernel: Any, spec: dict[str, Any], arch: int) -> Any:
-    """``kernel`` (a JITFunction) compiled for sm_<arch> at one of :func:`launch_specs`'s specs;
+    """``kernel`` (a JITFunction) compiled for sm_<arch> at one of :class:`LaunchLog`'s specs;
     Triton's compiled kernel (its ``asm`` holds the PTX)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -146,6 +192,8 @@ def _compile_all(path: Path, specs: list[dict[str, Any]], arch: int) -> list[str
         try:
             compile_spec(obj, item, arch)
         except Exception as exc:  # the candidate's kernel does not compile: data
+            if item.get("autotune_only") and type(exc).__name__ in _AUTOTUNER_SKIPS:
+                continue
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
             detail = lines[-1] if lines else type(exc).__name__
             errors.append(f"{item['kernel']}: {type(exc).__name__}: {detail[:300]}")

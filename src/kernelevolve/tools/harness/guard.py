@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import threading
 import time
 from collections import Counter
@@ -26,6 +25,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelevolve.errors import WorkerError
+from kernelevolve.tools.harness import interpreter
+from kernelevolve.tools.harness.gpu_compile import LaunchLog
 
 # Ops that only allocate, describe or re-view memory, or move/cast it without computing:
 # what a candidate's forward may use besides its own kernels. cat and stack are data movement:
@@ -150,9 +151,9 @@ class LaunchCounter:
     def __init__(self) -> None:
         self.count = 0
         self._installed = False
-        # When a list: interpreted launches are kept here, (kernel, args, kwargs), for
-        # gpu_compile to compile them for a GPU afterwards (the candidate process sets it).
-        self.log: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] | None = None
+        # When set: every interpreted launch's specialization is kept here, for gpu_compile to
+        # compile them for a GPU afterwards (the candidate process sets it).
+        self.log: LaunchLog | None = None
 
     def install(self) -> None:
         if self._installed:
@@ -202,8 +203,8 @@ class LaunchCounter:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 counter.count += 1
-                if counter.log is not None and len(counter.log) < 64:
-                    counter.log.append((self, args, dict(kwargs)))
+                if counter.log is not None:
+                    counter.log.add(self, args, kwargs)
             return original(self, *args, **kwargs)
 
         setattr(cls, name, run)
@@ -247,6 +248,7 @@ def _watched(modules: tuple[Any, ...]) -> dict[str, Any]:
         "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
         "torch.cuda.current_stream": torch.cuda.current_stream,
     }
+    watched.update(interpreter.watched())
     for module in modules:
         for name, obj in vars(module).items():
             if isinstance(obj, type) and obj.__module__ == module.__name__:
@@ -298,15 +300,17 @@ class InterpreterBounds:
     here they would crash the worker or, for loads, pass unnoticed.)
 
     Installing it also refuses launch arguments no compiled kernel takes (see
-    :func:`check_launch_arguments`) and makes ``@triton.autotune`` run without benchmarking (see
-    :func:`install_untimed_autotune`): the worker installs the interpreter's guards with this one
-    call."""
+    :func:`check_launch_arguments`) and makes the interpreter compute what a GPU computes where
+    the two differ (interpreter.py: TF32 products, programs in random order, every autotune
+    config): the worker installs the interpreter's guards with this one call."""
 
     def __init__(self) -> None:
         self.lo = np.zeros(0, dtype=np.uint64)
         self.hi = np.zeros(0, dtype=np.uint64)
 
-    def install(self) -> None:
+    def install(self, launches: LaunchCounter | None = None) -> None:
+        """``launches``: the worker's launch counter, whose log then also gets every autotune
+        config's launch, run or not (for the GPU compile)."""
         import triton.runtime.interpreter as interp
 
         bounds = self
@@ -323,7 +327,12 @@ class InterpreterBounds:
         builder = interp.interpreter_builder
         for name, what in (("create_masked_load", "load"), ("create_masked_store", "store")):
             setattr(builder, name, self._checking(getattr(builder, name), what))
-        install_untimed_autotune()
+
+        def log_configs(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            if launches is not None and launches.log is not None:
+                launches.log.add(kernel, args, kwargs, ran=False)
+
+        interpreter.install(log_configs)
 
     def _checking(self, method: Any, what: str) -> Any:
         """``method`` (a builder's masked load or store), checking the addresses before each call.
@@ -422,44 +431,3 @@ def check_launch_arguments(executor: Any, args: tuple[Any, ...], kwargs: dict[st
                 f"strings and @triton.jit functions as tl.constexpr); in the interpreter it would "
                 f"run as Python inside the kernel. Pass tensors and numbers, compute with tl.* "
                 f"operations")
-
-
-# What @triton.autotune did in this process's interpreter: one line per kernel and key (the
-# worker may show them with the result).
-UNTIMED_AUTOTUNE: list[str] = []
-
-
-def install_untimed_autotune() -> None:
-    """Make ``@triton.autotune`` work in Triton's interpreter: it times its configs through the
-    active driver, which the interpreter has none of ("0 active drivers"). Here every config
-    "takes" the same time, so the first config that survives pruning runs, unbenchmarked; the
-    choice is noted in :data:`UNTIMED_AUTOTUNE` and on stderr. Timing and the real choice happen
-    on the cuda target."""
-    from triton.runtime.autotuner import Autotuner
-
-    if "do_bench" not in vars(Autotuner):
-        # Tritons before the lazy do_bench (triton-lang/triton#6570) fetch the benchmarker when
-        # the kernel is decorated; their own error stands, kernels without autotune still run.
-        return
-
-    def untimed(kernel_call: Any, quantiles: tuple[float, ...] = (0.5,)) -> list[float]:
-        return [0.0] * len(quantiles)
-
-    Autotuner.do_bench = property(lambda self: untimed)  # type: ignore[assignment,method-assign]
-    original_run = Autotuner.run
-
-    @functools.wraps(original_run)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        out = original_run(self, *args, **kwargs)
-        if len(self.configs) > 1:
-            note = (f"@triton.autotune on {self.base_fn.__name__}: Triton's interpreter cannot "
-                    f"benchmark configs (it has no driver), so of {len(self.configs)} configs "
-                    f"the first left after pruning ran, unbenchmarked: "
-                    f"{getattr(self, 'best_config', self.configs[0])}; the cuda target times "
-                    f"them all")
-            if note not in UNTIMED_AUTOTUNE:
-                UNTIMED_AUTOTUNE.append(note)
-                print(f"kernelevolve: {note}", file=sys.stderr, flush=True)
-        return out
-
-    Autotuner.run = run  # type: ignore[method-assign]

@@ -315,10 +315,20 @@ class Evaluation:
         self.other_baseline = {**flags.PRESETS["defaults" if numeric_fp32 else "fp32"],
                                "compile_mode": self.baseline["compile_mode"]}
         self.contract_passes: list[str] = []  # comparisons the precision contract passed
+        # Autotune configs in Triton's interpreter: the turn the next forward runs, and what
+        # the last one ran (run_candidate).
+        self.next_turn = 0
+        self.last_turn = 0
+        self.last_observed: _Observed | None = None
         self.footprint = 0  # bytes of the largest checked sizes' inputs, outputs and weights
         self.last_forward_s = 0.0
         self.varied_floats: list[str] = []  # constructor floats the perturbed build varied
         self.stages["start"] = time.perf_counter() - t0
+
+    @property
+    def interpreted(self) -> bool:
+        """Whether kernels run in Triton's interpreter here (the cpu and mtia-sim targets)."""
+        return self.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") == "1"
 
     @contextlib.contextmanager
     def stage(self, name: str):
@@ -512,16 +522,26 @@ class Evaluation:
         except Exception:  # the comparison then stays as it was
             return None
 
-    def run_candidate(self, key: str, inputs: list[Any], label: str) -> Any:
-        """One forward in the candidate's process, judged by the rules held here."""
+    def run_candidate(self, key: str, inputs: list[Any], label: str, turn: int | None = None,
+                      reverse_order: bool = False) -> Any:
+        """One forward in the candidate's process, judged by the rules held here. In Triton's
+        interpreter, autotuned kernels run their config number ``turn`` (by default the next
+        in turn: each forward another); ``reverse_order`` runs each launch's programs in the
+        reverse of the previous forward's order (interpreter.py). ``self.last_turn`` and
+        ``self.last_observed`` say what this forward ran."""
         buf = self._buffer(inputs)
         fresh = buf not in self.sent
+        if turn is None:
+            turn = self.next_turn
+        self.next_turn = max(self.next_turn, turn + 1)
         # Sent as they are (strides too): serialising copies them.
         t0 = time.perf_counter()
-        reply = self.remote.ask("forward", key=key, buf=buf, inputs=inputs if fresh else None)
+        reply = self.remote.ask("forward", key=key, buf=buf, inputs=inputs if fresh else None,
+                                turn=turn, reverse_order=reverse_order)
         self.last_forward_s = time.perf_counter() - t0
         self.sent.add(buf)
         out, obs = reply.get("out"), _Observed.of(reply)
+        self.last_turn, self.last_observed = turn, obs
         if not self.first_call_s:
             self.first_call_s = obs.seconds
         self.flags.extend(n for n in obs.notes if n not in self.flags)  # e.g. autotune untimed
@@ -757,13 +777,21 @@ class Evaluation:
             if plan.pointer_reuse:  # the base sizes: what one forward costs here (the least)
                 self.base_forward_s = min(self.base_forward_s or math.inf, self.last_forward_s)
             out_digest = compare.fingerprint(out, fp_key)
+            turn = self.last_turn
+            configs = self.last_observed.autotune_configs if self.last_observed else 1
             if plan.determinism and k == 0:
                 del out  # the second run's output replaces it: one output held at a time
-                again = self.run_candidate(key, inputs, label + ", second run")
+                # The same autotune configs; in the interpreter each launch's programs run in
+                # the reverse of the first run's order, so a program that reads what another
+                # wrote (a race on a GPU) finds it missing in one of the two runs.
+                again_label = label + (", second run, each launch's programs in the reverse "
+                                       "order" if self.interpreted else ", second run")
+                again = self.run_candidate(key, inputs, again_label, turn=turn,
+                                           reverse_order=self.interpreted)
                 again_digest = compare.fingerprint(again, fp_key)
                 if again_digest != out_digest:
                     self.nondeterministic = True
-                    self.compare(expected, again, label + ", second run",
+                    self.compare(expected, again, again_label,
                                  truth=functools.partial(self.reference64, ref, inputs),
                                  baseline=functools.partial(self.reference_baseline, ref, inputs))
                 # The caller now holds the second run's output, not the first's: the check below
@@ -771,6 +799,13 @@ class Evaluation:
                 # kernel, cuDNN's transposed convolution among them, differs between the two).
                 out, out_digest = again, again_digest
                 del again
+            if k == 0 and configs > 1:
+                del out
+                out = self.check_autotune_turns(key, ref, inputs, expected, label, turn, configs)
+                out_digest = compare.fingerprint(out, fp_key)
+                self.check(f"every autotune config on {plan.label}", True,
+                           f"{configs} turns on set 1 at {plan.sizes}: each autotuned kernel ran "
+                           f"every config left after pruning")
             # An output handed out earlier must not change when the forward runs again: outputs
             # that alias a buffer kept between calls would corrupt the caller's results.
             for age, digest in enumerate(held, start=1):
@@ -805,11 +840,31 @@ class Evaluation:
             self.release(inputs)
         return module, ref, key
 
-    def compile_for_gpu(self) -> None:
-        """On the interpreter targets: the kernels that ran must compile for the GPU too
-        (gpu_compile.py; ``eval.gpu_compile_arch``)."""
+    def check_autotune_turns(self, key: str, ref: torch.nn.Module, inputs: list[Any],
+                             expected: Any, label: str, turn: int, configs: int) -> Any:
+        """In Triton's interpreter, where ``@triton.autotune`` cannot benchmark: the forward
+        again at turns ``turn + 1`` .. ``turn + configs - 1``, so every autotuned kernel runs
+        each of its configs on these inputs (a GPU's autotuner may pick any of them), each
+        output compared with the reference. Returns the last output (the caller's current one)."""
+        out: Any = None
+        for i in range(1, configs):
+            out = None  # one output held at a time
+            what = f"{label}, autotune turn {i + 1} of {configs}"
+            out = self.run_candidate(key, inputs, what, turn=turn + i)
+            self.compare(expected, out, what + " (each autotuned kernel's configs in the order "
+                                               "@triton.autotune lists them after pruning)",
+                         truth=functools.partial(self.reference64, ref, inputs),
+                         nudged=functools.partial(self.reference_nudged, ref, inputs),
+                         baseline=functools.partial(self.reference_baseline, ref, inputs))
+        return out
+
+    def compile_for_gpu(self, again: bool = False) -> None:
+        """On the interpreter targets, after every correctness check: every specialization
+        of every kernel that ran, and every config of every autotuned kernel, must compile for
+        the GPU too (gpu_compile.py; ``eval.gpu_compile_arch``). ``again`` (after the simulated
+        timing, at the problem's own sizes): those launched since, if any."""
         arch = self.cfg.get("gpu_compile_arch")
-        if self.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") != "1":
+        if not self.interpreted or (again and not arch):
             return
         if not arch:
             self.check("compiles for a GPU", True, "skipped: eval.gpu_compile_arch is unset",
@@ -826,8 +881,11 @@ class Evaluation:
                                            f"compile for the GPU (sm_{arch}, Triton's own "
                                            f"compiler and ptxas): {'; '.join(errors)}")
         skipped = [str(k) for k in reply.get("skipped", [])]
-        self.check("compiles for a GPU", True,
-                   f"sm_{arch}: {int(reply.get('kernels', 0))} kernel(s) as launched"
+        kernels = int(reply.get("kernels", 0))
+        if again and not kernels:
+            return
+        self.check("compiles for a GPU" + (" (the simulated run's launches)" if again else ""),
+                   True, f"sm_{arch}: {kernels} kernel(s) as launched"
                    + (f"; not compiled: {'; '.join(skipped)}" if skipped else ""))
 
     def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
@@ -1379,9 +1437,6 @@ class Evaluation:
             with self.stage("correctness"):
                 first, *others = self.plans(problem, base)
                 timed_module, timed_ref, timed_key = self.run_plan(problem, first)
-            with self.stage("gpu compile"):
-                self.compile_for_gpu()
-            with self.stage("correctness"):
                 for plan in others + self.real_size_plans(problem, [first, *others]):
                     try:
                         self.run_plan(problem, plan)
@@ -1392,6 +1447,10 @@ class Evaluation:
                                           f"{plan.sizes}: {exc}")
                 self.run_variants(problem, first.sizes)
                 self.run_nonfinite(problem, first.sizes)
+            # After every check, so the specializations that only the other shapes, variants
+            # or autotune turns launched are compiled too.
+            with self.stage("gpu compile"):
+                self.compile_for_gpu()
         self.check("ran custom kernels only", True,
                    f"aten ops seen: {', '.join(sorted(self.ops_seen)) or 'none'}")
         timing: dict[str, Any] | None = None
@@ -1399,6 +1458,8 @@ class Evaluation:
         if self.job.get("timed") and self.state.target.startswith("mtia-sim"):
             with self.stage("timing"):
                 timing, profile = self.time_on_mtia(problem)
+            with self.stage("gpu compile"):
+                self.compile_for_gpu(again=True)
         elif self.job.get("timed") and self.device.type == "cuda":
             with self.stage("timing"):
                 timing = self.time_on_cuda(problem, timed_module, timed_ref, timed_key, base)
@@ -1631,6 +1692,7 @@ class _Observed:
     tampered: list[str]
     notes: list[str]
     retained: list[int]
+    autotune_configs: int  # the most configs an autotuned kernel had to turn through
 
     @classmethod
     def of(cls, reply: dict[str, Any]) -> _Observed:
@@ -1643,7 +1705,8 @@ class _Observed:
                 stream_switched=bool(reply["stream_switched"]),
                 tampered=[str(t) for t in reply["tampered"]],
                 notes=[str(n) for n in reply.get("notes", [])],
-                retained=[int(i) for i in reply.get("retained", [])])
+                retained=[int(i) for i in reply.get("retained", [])],
+                autotune_configs=max(1, int(reply.get("autotune_configs", 1))))
         except (KeyError, TypeError, ValueError) as exc:
             raise Verdict("cheat", f"the candidate's process sent a malformed report "
                                    f"({type(exc).__name__}: {exc})") from exc
@@ -1693,16 +1756,16 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
     launches = LaunchCounter()
     launches.install()
     if os.environ.get("TRITON_INTERPRET") == "1":
-        InterpreterBounds().install()
+        InterpreterBounds().install(launches)
     # Imported before the integrity snapshot: importing dynamo wraps torch.manual_seed and
     # friends, which must not look like a candidate's tampering later.
     importlib.import_module("torch._dynamo")
     importlib.import_module("triton")
 
     from kernelevolve import problem as problem_module
-    from kernelevolve.tools.harness import guard, timing
+    from kernelevolve.tools.harness import guard, interpreter, timing
 
-    harness_modules = (sys.modules[__name__], compare, guard, timing, problem_module)
+    harness_modules = (sys.modules[__name__], compare, guard, interpreter, timing, problem_module)
     state = WorkerState(target=target, device=device, launches=launches,
                         integrity=Integrity(harness_modules))
     reader = os.fdopen(fd_in, "r")

@@ -3,6 +3,8 @@
 Installed for the duration of one ``simulate_forward`` call and removed after it, each hook wraps
 whatever the attribute held before (the evaluation worker may have wrapped some of them too):
 
+- ``set_grid_dim`` / ``set_grid_idx`` (the builder's): the interpreter's own, so programs run in
+  id order during the session even where the evaluation worker shuffles them.
 - ``GridExecutor`` (module global): a subclass whose programs are wrapped so that only the sampled
   program ids run, each with its own ProgramCounter; the launch itself runs unchanged.
 - ``interpreter_builder`` (the one builder instance): the ``create_*`` methods that load, store,
@@ -193,6 +195,7 @@ class Session:
 
         self._interp = interp
         try:
+            self._install_id_order(interp.interpreter_builder)
             self._install_executor(interp)
             self._install_builder(interp.interpreter_builder)
             self._install_reductions(interp)
@@ -205,6 +208,14 @@ class Session:
         self._patches.restore()
         self.program = None
         self.launch = None
+
+    def _install_id_order(self, builder: Any) -> None:
+        """Programs in id order for the session, whatever order the evaluation worker installed
+        (harness/interpreter.py shuffles them to expose races): the sample plan is made after
+        program (0, 0, 0), and the cache model follows the order programs run in."""
+        for name in ("set_grid_dim", "set_grid_idx"):
+            if name in vars(builder):
+                self._patches.set(builder, name, getattr(type(builder), name).__get__(builder))
 
     def _install_executor(self, interp: Any) -> None:
         base = interp.GridExecutor

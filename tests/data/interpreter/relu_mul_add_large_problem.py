@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """relu(x) * y + 1, elementwise."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        return torch.relu(x) * y + 1
+
+
+batch_size = 1024
+dim = 1024
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
