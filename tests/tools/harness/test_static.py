@@ -249,6 +249,9 @@ def test_gadgets_are_refused_by_name(snippet, rule, needle):
     ("y = self.act(x)", "library-module-call", "torch.nn.GELU (gelu)"),
     ("y = self.layers[0](x)", "library-module-call", "torch.nn.ModuleList"),
     ("y = ModelNew.helper(x)", "value-attribute", "call it through self"),
+    ("y = self.conv.forward(x)", "value-attribute", ".forward"),
+    ("y = self.conv._conv_forward(x, self.conv.weight, None)", "private", "_conv_forward"),
+    ("y = nn.Conv2d.forward(self.conv, x)", "constructor-only", "torch.nn.Conv2d"),
     ("y = super(ModelNew, x).forward(x)", "value-attribute", "write super()"),
 ])
 def test_computing_in_the_forward_is_refused(body, rule, needle):
@@ -276,6 +279,15 @@ def test_module_overrides_are_refused(snippet, needle):
     assert_refused(source, "module-override", needle)
 
 
+@pytest.mark.parametrize("base", ["nn.Conv2d", "nn.Sequential", "torch.nn.Linear"])
+def test_a_module_derives_from_nn_module_not_from_a_layer(base):
+    source = HEADER + f"\nclass ModelNew({base}):\n    def forward(self, x):\n" \
+                      f"        return self._conv_forward(x, self.weight, None)\n"
+    assert_refused(source, "class-base", f"subclassing {base.replace('nn.', 'torch.nn.', 1)}"
+                   if base.startswith("nn.") else f"subclassing {base}")
+    assert_refused(source, "private", "_conv_forward")
+
+
 def test_a_module_may_not_define_call():
     source = HEADER + "\nclass ModelNew(nn.Module):\n    def __call__(self, x):\n        return x\n"
     assert_refused(source, "dunder", "defining __call__")
@@ -288,6 +300,9 @@ def test_torch_computing_outside_the_forward_is_refused():
     source = forward("", "self.s = torch.sigmoid(torch.randn(4)) * torch.exp(torch.randn(4))")
     assert_refused(source, "module-attribute", "torch.sigmoid")
     assert_refused(source, "module-attribute", "torch.exp")
+    source = forward("", "self.conv = nn.Conv2d(3, 8, 3)\n"
+                         "self.y = nn.Conv2d.forward(self.conv, torch.ones(1, 3, 8, 8))")
+    assert_refused(source, "value-attribute", "torch.nn.Conv2d.forward")
 
 
 def test_refusals_say_what_to_do():
@@ -422,6 +437,8 @@ def test_cuda_cpp_library_calls_pass_where_their_op_is_allowed():
     (cpp(flags=", extra_ldflags=['-lpython3.11']"), "extra_ldflags= is not allowed"),
     (cpp(flags=", extra_cflags=['-include', 'Python.h']"), "'-include'"),
     (CPP_HEADER + "build = load_inline\n" + CPP_MODEL, "must be called by name"),
+    (CPP_HEADER + "import functools\nb = functools.partial(torch.utils.cpp_extension.load_inline)\n"
+     + CPP_MODEL, "must be called by name"),
 ])
 def test_cuda_cpp_sources_must_be_literal_and_launch_a_kernel(source, needle):
     assert_refused(source, "cpp-source", needle)

@@ -246,7 +246,9 @@ def _honest_sources() -> list[tuple[str, str]]:
     paths += [data / "relu_triton.py", data / "conv2d_small_candidate.py",
               data / "kernelbench" / "groupnorm_triton.py",
               data / "gpu_compile" / "matmul_dot_16x16.py",
-              data / "gpu_compile" / "scale_branch_types.py"]
+              data / "gpu_compile" / "scale_branch_types.py",
+              data / "profiles" / "kernels" / "copy_scoped_candidate.py",  # Proton scopes
+              ROOT / "tests" / "tools" / "harness" / "data" / "size_global_candidate.py"]
     out = [(f"{p.parent.name}/{p.name}", p.read_text()) for p in paths]
     replies = ROOT / "tests" / "llm" / "replies"
     out += [(f"replies/{p.name}", _reply_code(p))

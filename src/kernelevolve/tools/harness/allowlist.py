@@ -4,7 +4,8 @@ A candidate is a stated subset of Python. Anything not named here is refused, wi
 refused it; a rule names what to do instead.
 
 - **Imports** (``ALLOWED_IMPORTS``): torch, torch.nn, torch.nn.functional, triton,
-  triton.language (and its math and libdevice), triton.tools.tensor_descriptor, math, typing,
+  triton.language (and its math and libdevice), triton.tools.tensor_descriptor, Proton's
+  triton.profiler.language (scopes), math, typing,
   functools, dataclasses, itertools, collections (and collections.abc), enum, operator,
   __future__; torch.utils.cpp_extension only where CUDA C++ is enabled.
 - **Names by module** (``MODULE_NAMES``): every attribute path reached from an import (through
@@ -49,7 +50,8 @@ ALLOWED_IMPORTS = frozenset({
     "torch", "torch.nn", "torch.nn.functional", "triton", "triton.language",
     "triton.language.math", "triton.language.extra", "triton.language.extra.libdevice",
     "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice",
-    "triton.tools", "triton.tools.tensor_descriptor", "math", "typing", "functools",
+    "triton.tools", "triton.tools.tensor_descriptor", "triton.profiler",
+    "triton.profiler.language", "math", "typing", "functools",
     "dataclasses", "itertools", "collections", "collections.abc", "enum", "operator",
     "__future__",
 })
@@ -78,7 +80,7 @@ TORCH_QUERIES = frozenset({
     "promote_types", "result_type", "can_cast", "no_grad", "inference_mode",
 })
 MODULE_NAMES: dict[str, frozenset[str]] = {
-    "torch": TORCH_DTYPES | TORCH_MEMORY | TORCH_QUERIES | {"nn", "cuda", "version"},
+    "torch": TORCH_DTYPES | TORCH_MEMORY | TORCH_QUERIES | {"nn", "cuda", "version", "utils"},
     "torch.nn": frozenset({"Module", "Parameter", "Buffer", "ModuleList", "ModuleDict",
                            "ParameterList", "ParameterDict", "functional", "init"}),
     "torch.nn.functional": frozenset(),  # only the library ops the user allows
@@ -90,7 +92,11 @@ MODULE_NAMES: dict[str, frozenset[str]] = {
     "torch.utils.cpp_extension": frozenset({"load_inline"}),  # with CUDA C++ only
     "triton": frozenset({
         "jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
-        "constexpr_function", "reinterpret", "language", "tools", "OutOfResources"}),
+        "constexpr_function", "reinterpret", "language", "tools", "profiler",
+        "OutOfResources"}),
+    # Proton's intra-kernel scopes (tools/proton.py reads them); nothing else of the profiler
+    "triton.profiler": frozenset({"language"}),
+    "triton.profiler.language": frozenset({"scope", "enter_scope", "exit_scope"}),
     "triton.tools": frozenset({"tensor_descriptor"}),
     "triton.tools.tensor_descriptor": frozenset({"TensorDescriptor"}),
     # triton.language, its math and libdevice: read from triton (triton_language_names)

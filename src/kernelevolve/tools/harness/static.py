@@ -19,6 +19,9 @@ allowlist does not hold, each finding with the name of the rule that refused it:
   names that allocate, view, copy, cast or describe memory, Python containers' methods, layer
   settings, and the candidate's own names: ``x.sum()``, ``x.item()``, ``x.numpy()`` are refused.
   In a ``@triton.jit`` body, Triton's tensor and dtype API (never ``.handle``).
+- ``module-value``: a module is used by name only, never as a value (an argument, an element,
+  ``torch if c else x``) and never rebound (``for torch in ...``): what is reached from a value
+  is read by the rules for values, which a module would walk around.
 - ``dunder`` and ``private``: no dunder access but ``__init__``, ``__name__``, ``__doc__``; no
   dunder methods but ``__init__``, ``__post_init__``, ``__call__``, ``__len__``; no private
   attribute but the candidate's own on ``self``.
@@ -29,8 +32,8 @@ allowlist does not hold, each finding with the name of the rule that refused it:
   (``load_state_dict``, ``__call__``, ``state_dict``...): the harness calls those outside the
   recorded forward.
 - ``patch``, ``global-state``, ``class-base``, ``host-data``: no assignment to a library's
-  attributes, no ``global``, no tensor subclasses, metaclasses or computed bases, no
-  ``torch.Tensor(data)``.
+  attributes, no ``global``, no tensor subclasses, metaclasses, computed bases or torch bases
+  but nn.Module and its containers (a layer's methods compute), no ``torch.Tensor(data)``.
 - ``cpp-disabled``, ``cpp-source``, ``cpp-api``: ``load_inline`` only where CUDA C++ is enabled,
   called by name, with literal sources that define a ``__global__`` kernel, checked by the C++
   allowlist (static_cpp.py).
@@ -133,6 +136,8 @@ _CPP_FLAG = re.compile(
     r"|-D[A-Z_][A-Z0-9_]*(=-?\d+)?|-Xptxas=-v|--ptxas-options=-v|--?maxrregcount=\d+")
 # Tensor types (torch.nn.Parameter is a Tensor subclass under torch.nn).
 _TENSOR_TYPES = {"Tensor", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
+_MODULE_BASES = {f"torch.nn.{name}" for name in ("Module", "ModuleList", "ModuleDict",
+                                                   "ParameterList", "ParameterDict")}
 _BUILTIN_CLASSES = {name for name, value in vars(builtins).items()
                     if isinstance(value, type) and not issubclass(value, type)}
 _FUNCTION = ast.FunctionDef | ast.AsyncFunctionDef
@@ -384,10 +389,8 @@ class _Visitor(ast.NodeVisitor):
         names = al.MODULE_NAMES.get(module)
         if names is None and module in al.CONSTRUCTOR_NAMES:
             names = frozenset()  # torch.nn.init: constructor names only
-        if names is not None and module == "torch" and self.allow_cpp:
-            return names | {"utils"}
         if module.startswith("torch.utils") and not self.allow_cpp:
-            return None if names is None else frozenset()
+            return None if names is None else frozenset()  # cpp_extension with CUDA C++ only
         return names
 
     def _check_path(self, node: ast.AST, path: str, anywhere: bool = False) -> None:
@@ -419,15 +422,17 @@ class _Visitor(ast.NodeVisitor):
             return
         if module in {"torch", "torch.nn.functional"} and name in self.ops:
             return
-        self.refuse(node, "cpp-disabled" if module.startswith("torch.utils") or path ==
-                    "torch.utils" else "module-attribute", self._module_message(path, module))
+        cpp = not self.allow_cpp and (path == "torch.utils"
+                                      or path.startswith("torch.utils.cpp_extension"))
+        self.refuse(node, "cpp-disabled" if cpp else "module-attribute",
+                    self._module_message(path, module))
 
     def _module_message(self, path: str, module: str) -> str:
         why = next((w for p, w in _WHY.items() if path == p or path.startswith(p + ".")), None)
         if path.rsplit(".", 1)[-1] in _GADGETS - {"modules"}:
             why = "it leads from an allowed module to the interpreter and the harness"
-        if path.startswith("torch.utils") and why is None or path == "torch.utils":
-            why = _CPP_OFF if not self.allow_cpp else _WHY["torch.utils"]
+        if path == "torch.utils" or path.startswith("torch.utils.cpp_extension"):
+            why = _CPP_OFF if not self.allow_cpp else why
         if module.startswith("torch"):
             allowed = ", ".join(sorted(self.ops)) or "none for this problem"
             hint = (f"from torch a candidate may allocate (torch.empty, empty_like, zeros...), "
@@ -454,7 +459,7 @@ class _Visitor(ast.NodeVisitor):
                                             f"globals, modules); a candidate reads only "
                                             f"{', '.join(sorted(al.ALLOWED_DUNDERS))}")
                 return True
-        elif attr.startswith("_") and not self._is_self(receiver):
+        elif attr.startswith("_") and not (self._is_self(receiver) and attr in self.b.own_attrs):
             self.refuse(node, "private", f"access to the private attribute {attr} is not "
                                          f"allowed: it reaches into library internals (a "
                                          f"candidate's own private names are read on self)")
@@ -475,7 +480,9 @@ class _Visitor(ast.NodeVisitor):
         tensor_names = al.tensor_attribute_names()
         if attr in al.TENSOR_NAMES | al.PYTHON_NAMES | al.MODULE_STATE_NAMES | self.ops:
             return
-        if attr in self.b.own_attrs and attr not in al.RUNTIME_NAMES:
+        # a class or function from a module, or a layer: its names are the library's
+        library = owner is not None or self._layer(receiver) is not None
+        if attr in self.b.own_attrs and attr not in al.RUNTIME_NAMES and not library:
             if self._is_self(receiver):
                 return
             if isinstance(receiver, ast.Name) and receiver.id in self.b.classes and any(
@@ -499,6 +506,20 @@ class _Visitor(ast.NodeVisitor):
                    "candidate defines")
         self.refuse(node, "value-attribute", f"{where} is not in the candidate allowlist: {why}")
 
+    def _layer(self, node: ast.AST | None) -> str | None:
+        """The torch.nn layer class ``node`` holds (``self.conv`` after
+        ``self.conv = nn.Conv2d(...)``; an element of an ``nn.ModuleList``), else None."""
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if not isinstance(node, ast.Attribute) or self.resolve(node) is not None:
+            return None  # F.linear is torch's function, whatever self.linear holds
+        for value in self.b.layer_attrs.get(node.attr, []):
+            path = self.resolve(value.func) if isinstance(value, ast.Call) else None
+            if path and path.startswith("torch.nn.") and (
+                    path.rsplit(".", 1)[-1] in al.torch_layer_names()):
+                return path
+        return None
+
     # -- visits ----------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self.visit(node.value)
@@ -521,8 +542,14 @@ class _Visitor(ast.NodeVisitor):
             else:
                 self._check_path(node, f"{receiver}.{attr}")
                 self._check_module_value(node, f"{receiver}.{attr}")
+                self._check_load_inline_called(node, f"{receiver}.{attr}")
         if len(self.findings) > before:
             self._refused.add(id(node))
+
+    def _check_load_inline_called(self, node: ast.AST, path: str) -> None:
+        if path == "torch.utils.cpp_extension.load_inline" and id(node) not in self._called:
+            self.refuse(node, "cpp-source", "load_inline must be called by name, so that its "
+                                            "sources can be checked")
 
     def _check_module_value(self, node: ast.AST, path: str) -> None:
         """A module is used by name only (``torch.empty``, ``T = torch``): as a value (an
@@ -581,10 +608,7 @@ class _Visitor(ast.NodeVisitor):
                 self._check_module_value(node, path)
             if path is not None and "." in path and "()" not in path:
                 self._check_path(node, path)
-                if path == "torch.utils.cpp_extension.load_inline" and id(node) not in (
-                        self._called):
-                    self.refuse(node, "cpp-source", "load_inline must be called by name, so "
-                                                    "that its sources can be checked")
+                self._check_load_inline_called(node, path)
         elif _is_dunder(name) and name not in al.DEFINABLE_DUNDERS:
             self.refuse(node, "dunder", f"defining {name} is not allowed in a candidate: "
                                         f"{_dunder_why(name)}")
@@ -635,12 +659,15 @@ class _Visitor(ast.NodeVisitor):
         if path == "type":
             self.refuse(node, "class-base", f"class {node.name} is a metaclass: it builds "
                                             f"classes the check cannot read")
-        elif path.split(".")[0] == "torch" and path != "torch.nn.Module" and (
-                path.rsplit(".", 1)[-1] in _TENSOR_TYPES or not path.startswith("torch.nn.")
-                or path.startswith("torch.nn.parameter.")):
+        elif path.rsplit(".", 1)[-1] in _TENSOR_TYPES:
             self.refuse(node, "class-base", f"subclassing {path} is not allowed: a candidate "
                                             f"defines modules, not new tensor or runtime "
                                             f"types; {_DISPATCH}")
+        elif path.split(".")[0] == "torch" and path not in _MODULE_BASES:
+            self.refuse(node, "class-base", f"subclassing {path} is not allowed: a candidate "
+                                            f"derives from nn.Module (or nn.ModuleList, "
+                                            f"nn.ModuleDict), not from a layer whose methods "
+                                            f"compute")
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         cls = self._methods.get(id(node))
@@ -719,17 +746,10 @@ class _Visitor(ast.NodeVisitor):
 
     def _check_layer_call(self, node: ast.Call) -> None:
         """``self.conv(x)`` where ``self.conv = nn.Conv2d(...)``: the library's convolution."""
-        func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
-        if not isinstance(func, ast.Attribute):
-            return
-        layers = {path for value in self.b.layer_attrs.get(func.attr, [])
-                  if isinstance(value, ast.Call) and (path := self.resolve(value.func))
-                  and path.startswith("torch.nn.")
-                  and path.rsplit(".", 1)[-1] in al.torch_layer_names()}
-        for path in sorted(layers):
-            op = al.layer_op(path.rsplit(".", 1)[-1])
-            if op in self.ops:
-                continue
+        path = self._layer(node.func)
+        op = al.layer_op(path.rsplit(".", 1)[-1]) if path else None
+        if path is not None and op not in self.ops:
+            func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
             self.refuse(node, "library-module-call",
                         f"calling {ast.unparse(func)} runs {path} ({op}), a library op the user "
                         f"has not allowed: a candidate keeps the reference's layers as parameter "

@@ -144,8 +144,9 @@ class Kernels:
 
     @staticmethod
     def _allowed_path(path: str) -> bool:
-        # math on constexprs is folded at compile time
-        return path.startswith(("triton.language.", "math.")) or path in TRITON_CONSTEXPR_FNS
+        # math on constexprs is folded at compile time; Proton scopes are language extensions
+        return (path.startswith(("triton.language.", "triton.profiler.language.", "math."))
+                or path in TRITON_CONSTEXPR_FNS)
 
     def _check_call(self, kernel: str, call: ast.Call, local: set[str]) -> None:
         func = call.func
