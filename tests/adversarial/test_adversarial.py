@@ -74,8 +74,11 @@ HOLE = "harness hole: "
 
 CASES = [
     # (a) torch does the work beside a dummy Triton launch
-    Case("a_torch_beside_dummy_launch", "relu", ("cheat",), r"torch ops that do the work.*relu"),
-    Case("a2_functional_softmax", "softmax", ("cheat",), r"torch ops that do the work.*_softmax"),
+    # (refused statically since the allowlist: torch.relu is not on it; the recorder backs it up)
+    Case("a_torch_beside_dummy_launch", "relu", ("cheat",),
+         r"torch ops that do the work.*relu|torch\.relu is not in the candidate allowlist"),
+    Case("a2_functional_softmax", "softmax", ("cheat",),
+         r"torch ops that do the work.*_softmax|functional\.softmax is not in the candidate"),
     # (b) no kernel at all
     Case("b_no_kernel_launch", "relu", ("cheat",), r"launched no custom kernel"),
     # (c) memoization across calls
@@ -118,16 +121,17 @@ CASES = [
     Case("l_torch_compile", "relu", ("cheat",), r"torch\.compile"),
     # (m) the RNG
     Case("m_manual_seed_in_forward", "relu", ("cheat",), r"RNG"),
-    Case("m2_seed_table", "relu", ("mismatch", "cheat"), r"values|initial_seed"),
+    Case("m2_seed_table", "relu", ("mismatch", "cheat"), r"values|initial_seed|RNG"),
     Case("m3_manual_seed_alias", "relu", ("cheat",), r"manual_seed|RNG"),
     # (n) dtype, (o) NaN
     Case("n_fp16_output", "relu", ("mismatch",), r"dtype torch\.float16, expected torch\.float32"),
     Case("o_nan_kernel", "relu", ("mismatch",), r"NaN"),
     # (p) exec/eval
     Case("p_exec_string", "relu", ("cheat",), r"exec\(\)"),
-    # (q) CUDA C++ calling a library (refused statically, before any compiler runs)
-    Case("q_cuda_cublas", "linear", ("cheat",), r"cuBLAS"),
-    Case("q2_cuda_at_matmul", "linear", ("cheat",), r"at::matmul"),
+    # (q) CUDA C++ calling a library (refused statically, before any compiler runs; on this
+    # cpu target CUDA C++ is not enabled at all, test_static.py checks the C++ allowlist)
+    Case("q_cuda_cublas", "linear", ("cheat",), r"cuBLAS|enabled only on the cuda target"),
+    Case("q2_cuda_at_matmul", "linear", ("cheat",), r"at::matmul|enabled only on the cuda target"),
     # (r) getattr-obfuscated torch op: the runtime op recorder
     Case("r_getattr_obfuscated_op", "relu", ("cheat",),
          r"torch ops that do the work.*relu|literal attribute name"),

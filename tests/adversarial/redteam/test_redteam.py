@@ -206,7 +206,7 @@ SEQUENCES: dict[str, list[Case]] = {
     ],
     "forged_reply": [
         Case("c1k_forged_reply", 1, "relu_mul_add", ("cheat", "crash"),
-             r"reply|forged|pipe|died|exit"),
+             r"reply|forged|pipe|died|exit|attrgetter"),
         # (closed: the verdict pipe stays with the judge; the candidate's process has none)
         Case("c1g_probe_wrong_after_taint", 1, "relu_mul_add", ("mismatch",), r"values outside"),
     ],

@@ -1,14 +1,17 @@
 """The static rules by class: computed attribute names, host round trips of tensor data, tensor
 subclasses and dispatch overrides, and @triton.jit bodies that only the interpreter would run.
 Each rule is checked on several spellings of its trick, and every honest candidate in the
-repository must pass them all."""
+repository must pass them all (the offline synthesizer's: test_static_offline.py)."""
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import pytest
 
+from kernelevolve.problem import parse_problem
 from kernelevolve.tools.harness.static import check_source
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,9 +31,9 @@ def findings(source: str) -> list[tuple[str, str]]:
     return [(f.kind, f.message) for f in check_source(source)]
 
 
-def refused(snippet: str, needle: str, kind: str = "cheat") -> None:
-    found = findings(HEADER + snippet + MODEL)
-    assert any(k == kind and needle in m for k, m in found), found
+def refused(snippet: str, needle: str, kind: str = "cheat", rule: str | None = None) -> None:
+    found = [(f.kind, f.message, f.rule) for f in check_source(HEADER + snippet + MODEL)]
+    assert any(k == kind and needle in m and rule in (None, r) for k, m, r in found), found
 
 
 def kernel(body: str, extra: str = "") -> str:
@@ -43,24 +46,22 @@ def kernel(body: str, extra: str = "") -> str:
     ("from operator import attrgetter\n", "operator.attrgetter"),
     ("import operator as op\nf = op.methodcaller('clone')\n", "operator.methodcaller"),
     ("import operator\nf = getattr(operator, 'methodcaller')\n", "operator.methodcaller"),
-    # the string is read as the attribute access it stands for
-    ("import operator, dataclasses\nm = operator.attrgetter('s' + 'ys.modules')(dataclasses)\n",
-     ".sys is not allowed"),
-    ("import operator\nv = operator.attrgetter('_version')\n", "private attribute _version"),
-    ("import operator\nf = operator.methodcaller(f'tol{\"ist\"}')\n", ".tolist"),
     ("import functools, typing\nm = functools.reduce(getattr, ('sys',), typing)\n",
      "getattr passed as a value"),
     ("g = getattr\n", "getattr passed as a value"),
     ("names = list(map(hasattr, [torch], ['x']))\n", "hasattr passed as a value"),
     ("f = getattr(torch, 'co' + 'mpile')\n", "literal attribute name"),
+    ("f = getattr(torch, 'compile')\n", "torch.compile is not in the candidate allowlist"),
     ("d = vars(torch)\n", "vars()"),
     ("d = torch.__dict__\n", "__dict__"),
     ("f = object.__getattribute__(torch, 'relu')\n", "__getattribute__"),
-    ("from dataclasses import sys\n", ".sys is not allowed"),
+    ("from dataclasses import sys\n", "dataclasses.sys is not in the candidate allowlist"),
     ("from torch import _C\n", "private attribute _C"),
     ("import typing\nh = typing.get_type_hints(int)\n", "typing.get_type_hints"),
     ("import typing\nr = typing.ForwardRef('x')\n", "typing.ForwardRef"),
-    ("class H:\n    m: \"__import__('gc')\"\n", "in a string annotation: __import__()"),
+    ("import functools\nd = functools.singledispatch\n", "functools.singledispatch"),
+    ("import dataclasses\nd = dataclasses.make_dataclass\n", "dataclasses.make_dataclass"),
+    ("class H:\n    m: \"__import__('gc')\"\n", "in a string annotation: access to __import__"),
     ("def f(x: 'torch._C') -> 'vars(x)':\n    return x\n", "in a string annotation"),
 ])
 def test_computed_attribute_access_is_refused(snippet, needle):
@@ -69,12 +70,12 @@ def test_computed_attribute_access_is_refused(snippet, needle):
 
 # -- class 6: tensor data through the host ---------------------------------------------------------
 @pytest.mark.parametrize(("snippet", "needle"), [
-    ("t = torch.tensor([1.0])\n", "torch.tensor is not allowed"),
+    ("t = torch.tensor([1.0])\n", "torch.tensor is allowed only in an __init__"),
     ("t = torch.as_tensor([1.0])\n", "torch.as_tensor"),
     ("t = torch.asarray([1.0])\n", "torch.asarray"),
     ("from torch import frombuffer\n", "torch.frombuffer"),
     ("t = torch.from_dlpack(x)\n", "torch.from_dlpack"),
-    ("T = torch\nt = T.tensor([1.0])\n", "torch.tensor is not allowed"),
+    ("T = torch\nt = T.tensor([1.0])\n", "torch.tensor is allowed only in an __init__"),
     ("t = torch.Tensor([1.0])\n", "torch.Tensor(...)"),
     ("t = torch.FloatTensor([1.0])\n", "torch.FloatTensor"),
     ("t = torch.cuda.HalfTensor([1.0])\n", "torch.cuda.HalfTensor"),
@@ -88,7 +89,16 @@ def test_host_round_trips_are_refused(snippet, needle):
 
 def test_host_messages_say_what_to_do():
     (message,) = {m for _, m in findings(HEADER + "t = torch.tensor([1.0])\n" + MODEL)}
-    assert "not allowed in a candidate" in message and "compute with a Triton kernel" in message
+    assert "builds a tensor from data Python computed on the host" in message
+    assert "compute with a Triton kernel" in message
+
+
+def test_building_parameters_from_numbers_in_the_constructor_is_fine():
+    source = HEADER + ("\nclass ModelNew(nn.Module):\n    def __init__(self, v: float):\n"
+                       "        super().__init__()\n"
+                       "        self.v = nn.Parameter(torch.tensor(v))\n\n"
+                       "    def forward(self, x):\n        return x\n")
+    assert findings(source) == []
 
 
 def test_tensor_annotations_and_isinstance_are_fine():
@@ -105,18 +115,21 @@ def test_tensor_annotations_and_isinstance_are_fine():
      "subclassing torch.nn.parameter.Buffer"),
     ("Base = torch.Tensor\nclass T(Base):\n    pass\n", "subclassing torch.Tensor"),
     ("class T(type(torch.ones(1))):\n    pass\n", "computed base"),
-    ("Base = (torch.Tensor,)[0]\nclass T(Base):\n    pass\n", "neither an imported nor a defined"),
+    ("Base = (torch.Tensor,)[0]\nclass T(Base):\n    pass\n", "computed base"),
     ("class M(type):\n    pass\n", "metaclass"),
     ("class C(metaclass=type):\n    pass\n", "metaclass"),
-    ("T = type('T', (torch.Tensor,), {})\n", "type() with three arguments"),
+    ("T = type('T', (torch.Tensor,), {})\n", "type() is not allowed"),
     ("class C:\n    @classmethod\n    def __torch_dispatch__(cls, f, t, a=(), k=None):\n"
      "        pass\n", "defining __torch_dispatch__"),
     ("class C:\n    def __torch_function__(self, *a):\n        pass\n",
      "defining __torch_function__"),
     ("class C:\n    __torch_function__ = None\n", "defining __torch_function__"),
     ("class C:\n    def __del__(self):\n        pass\n", "defining __del__"),
-    ("from torch.utils import _python_dispatch\n", "torch.utils._python_dispatch"),
-    ("torch.nn.modules.module.register_module_forward_hook(print)\n", "global module hook"),
+    ("from torch.utils import _python_dispatch\n", "_python_dispatch"),
+    ("from torch.utils._python_dispatch import TorchDispatchMode\n",
+     "import of 'torch.utils._python_dispatch'"),
+    ("torch.nn.modules.module.register_module_forward_hook(print)\n", "torch.nn.modules"),
+    ("h = torch.ones(1).register_hook\n", ".register_hook"),
 ])
 def test_subclasses_and_dispatch_overrides_are_refused(snippet, needle):
     refused(snippet, needle)
@@ -198,16 +211,63 @@ def test_constexpr_function_is_callable_from_a_kernel():
     assert findings(source) == []
 
 
-def _honest_sources() -> list[Path]:
-    folders = [ROOT / "examples" / "solutions", ROOT / "tests" / "adversarial" / "honest",
-               ROOT / "tests" / "adversarial" / "redteam" / "honest"]
-    return sorted(p for folder in folders for p in folder.glob("*.py"))
+ADVERSARIAL = ROOT / "tests" / "adversarial"
+# An honest candidate's problem, where that problem allows library ops (the rest allow none).
+PROBLEM_OF = {
+    "linear_then_triton_relu.py": ADVERSARIAL / "problems" / "linear_relu_epilogue.py",
+    **{p.name: p for p in (ROOT / "examples" / "problems").glob("*.py")},
+}
 
 
-@pytest.mark.parametrize("path", _honest_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_honest_candidate_passes_the_static_check(path):
-    assert check_source(path.read_text()) == []
+def _accepted_redteam47() -> list[Path]:
+    """The issue-47 red team's cases whose CASE says they must be accepted."""
+    out = []
+    for path in (ADVERSARIAL / "redteam47" / "cases").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if (isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "CASE"
+                    and ast.literal_eval(node.value).get("expect") == "accepted"):
+                out.append(path)
+    return out
+
+
+def _reply_code(path: Path) -> str:
+    """The last fenced Python block of a scripted LLM reply."""
+    return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)[-1]
+
+
+def _honest_sources() -> list[tuple[str, str]]:
+    """(label, source) of every honest candidate written by hand in the repository."""
+    folders = [ROOT / "examples" / "solutions", ADVERSARIAL / "honest",
+               ADVERSARIAL / "redteam" / "honest"]
+    paths = [p for folder in folders for p in folder.glob("*.py")]
+    paths += (ADVERSARIAL / "redteam" / "judge_changes" / "candidates").glob("*_honest.py")
+    paths += _accepted_redteam47()
+    data = ROOT / "tests" / "data"
+    paths += [data / "relu_triton.py", data / "conv2d_small_candidate.py",
+              data / "kernelbench" / "groupnorm_triton.py",
+              data / "gpu_compile" / "matmul_dot_16x16.py",
+              data / "gpu_compile" / "scale_branch_types.py",
+              data / "profiles" / "kernels" / "copy_scoped_candidate.py",  # Proton scopes
+              ROOT / "tests" / "tools" / "harness" / "data" / "size_global_candidate.py"]
+    out = [(f"{p.parent.name}/{p.name}", p.read_text()) for p in paths]
+    replies = ROOT / "tests" / "llm" / "replies"
+    out += [(f"replies/{p.name}", _reply_code(p))
+            for p in sorted(replies.glob("*.md")) if p.stem.startswith(("good", "think_good",
+                                                                        "repaired"))]
+    return sorted(out)
+
+
+def _allowed_ops(label: str) -> list[str]:
+    problem = PROBLEM_OF.get(label.rsplit("/", 1)[-1])
+    return parse_problem(problem).allowed_ops if problem and label.startswith(
+        ("solutions/", "honest/")) else []
+
+
+@pytest.mark.parametrize(("label", "source"), _honest_sources(), ids=lambda v: v[:60])
+def test_every_honest_candidate_passes_the_static_check(label, source):
+    assert check_source(source, _allowed_ops(label)) == []
 
 
 def test_the_honest_candidates_were_found():
-    assert len(_honest_sources()) >= 25
+    labels = [label for label, _ in _honest_sources()]
+    assert len(labels) >= 40 and len({label.split("/")[0] for label in labels}) >= 7

@@ -275,14 +275,17 @@ class EvalPool(ABC):
         source, label = _candidate_source(candidate)
         allowed = sorted({*self.config.allowed_ops, *prob.allowed_ops})
         t0 = time.perf_counter()
-        findings = check_source(source, allowed)
+        # CUDA C++ only where it can run as a kernel: on the interpreter targets an extension's
+        # host code would do the work where no check sees it
+        findings = check_source(source, allowed, allow_cpp=not self.target.interpreter)
         static_s = round(time.perf_counter() - t0, 4)
         base = {"target": self.target.name, "problem": str(prob.path), "candidate": label}
         if findings:
             status = (EvalStatus.compile_error if any(f.kind == "contract" for f in findings)
                       else EvalStatus.cheat)
             message = "static check: " + "; ".join(
-                f"line {f.line}: {f.message}" if f.line else f.message for f in findings)
+                f"line {f.line} [{f.rule}]: {f.message}" if f.line else f"[{f.rule}] {f.message}"
+                for f in findings)
             return EvalResult(status=status, message=message, stages={"static": static_s},
                               **base)
         request = EvalRequest(
