@@ -215,17 +215,19 @@ def test_plans_without_fp32_convolution_products_are_left_alone(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_tf32_default_is_verified_by_the_judge(tmp_path, small_pool):
+def test_the_tf32_default_is_held_to_fp32_on_the_cpu_target(tmp_path, small_pool):
     """A 32-channel padded convolution's default where TF32 is allowed (the TMA GEMM, one
-    product a k step) through the judge: correct at the traced sizes, on other shapes and
-    values, and with NaN and infinities."""
+    product a k step) through the judge on the cpu target: the interpreter computes its TF32
+    products as the tensor cores do (operands truncated to 10 mantissa bits), and there the
+    baseline computes in full fp32, so the precision contract is the fp32 rule and the kernel
+    is refused, with the contract named. (On a GPU the contract holds it to cuDNN's TF32
+    error instead: tests/gpu/test_baselines_gpu.py.)"""
     problem = _problem(tmp_path, "tf32_judge", _conv(32, "float32", kernel=3, padding=1,
                                                      size=(6, 7)))
     plan = with_tf32(analyze(problem))
     params = {**plan.default_params(), "BLOCK_M": 32, "BLOCK_N": 16}
     assert params["TF32X3"] == ONE_TF32 and params["TMA"] == 1
     result = small_pool.evaluate(problem, plan.render(params))
-    assert result.ok, f"{result.status}: {result.message}\n{result.stderr_tail[-2000:]}"
-    names = {c.name for c in result.checks if c.passed}
-    assert {"correct on other shapes", "NaN as the reference",
-            "infinities as the reference"} <= names, names
+    assert result.status == "mismatch", f"{result.status}: {result.message}"
+    assert result.precision is not None and not result.precision.inexact_ops
+    assert "TF32 exists on NVIDIA GPUs only" in result.precision.why
