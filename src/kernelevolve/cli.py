@@ -52,7 +52,7 @@ def check(
     from kernelevolve.tools.harness.render import render_result
 
     console, err_console = Console(), Console(stderr=True)
-    overrides = {"eval": {"allowed_ops": allow_op}} if allow_op else {}
+    overrides: dict[str, Any] = {"eval": {"allowed_ops": allow_op}} if allow_op else {}
     settings = load_settings(config, **overrides)
     with make_pool(target, settings.eval, workers=1) as pool:
         if not json_out:
@@ -101,11 +101,18 @@ def profile(
     raise typer.Exit(0 if result.ok else 1)
 
 
+# The flags that set a search.* setting, so a bad value is reported as the user typed it.
+SEARCH_FLAGS = {"search.goal": "--goal", "search.rounds": "--rounds", "search.wall_s": "--wall",
+                "search.tokens": "--tokens", "search.strategy": "--strategy",
+                "search.batch": "--batch"}
+
+
 def _tune_settings(config: Path | None, **search: object) -> object:
     from kernelevolve.config import load_settings
 
     over = {k: v for k, v in search.items() if v is not None}
-    return load_settings(config, search=over) if over else load_settings(config)
+    return load_settings(config, flags=SEARCH_FLAGS, search=over) if over \
+        else load_settings(config)
 
 
 def _apply_run_flags(settings: Any, *, llm: str | None, no_kb: bool,
@@ -572,7 +579,8 @@ def main() -> None:
             raise
         # escaped: a message naming `pip install 'kernelevolve[aten]'` must keep its brackets
         Console(stderr=True).print(
-            f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}", highlight=False)
+            f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}", highlight=False,
+            soft_wrap=True)  # a path or a name in the message is there to be copied whole
         sys.exit(1)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -30,6 +30,7 @@ from kernelevolve.config import (
     ProfileConfig,
     SearchConfig,
     Settings,
+    describe_errors,
     load_settings,
 )
 from kernelevolve.errors import ConfigError, KernelEvolveError, RunError
@@ -251,7 +252,8 @@ class Session:
             spec = RunSpec.model_validate_json((path / "run.json").read_text())
         except ValueError as exc:
             raise RunError(f"{path / 'run.json'} is damaged: {exc}") from exc
-        run_settings = settings or load_settings(**_secrets_back(spec.settings))
+        run_settings = settings or load_settings(origin=f"in {path / 'run.json'}",
+                                                 **_secrets_back(spec.settings))
         ref = path / "reference.py"
         prob = load_problem(ref if ref.is_file() else spec.problem_path)
         if prob.digest != spec.problem_digest:
@@ -507,7 +509,8 @@ def tune(problem: str | Path | Problem, *, target: str | None = None, goal: floa
                     {**settings.search.model_dump(), **search_over}),
                 "llm": LLMConfig.model_validate({**settings.llm.model_dump(), **llm_over})})
         except ValidationError as exc:
-            raise ConfigError(f"invalid tune arguments: {exc}") from exc
+            lines = describe_errors(exc, lambda key: (str(key[-1]) if key else "", ""))
+            raise ConfigError("invalid tune arguments: " + "; ".join(lines)) from exc
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir, kb=kb,
                         synthesizer=synthesizer, on_event=on_event) as session:
         return session.run()
