@@ -211,6 +211,7 @@ def chat(
 ) -> None:
     """An interactive tuning session: the run pauses after every round, shows what happened and
     takes your guidance ("try a persistent kernel", "show best", "stop")."""
+    from kernelevolve.agents.planner import parse_guidance
     from kernelevolve.config import Settings
     from kernelevolve.graph.render import EventPrinter, render_tune_result
     from kernelevolve.graph.session import Session
@@ -225,16 +226,23 @@ def chat(
                         ) as session:
         err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
                           f"{session.deps.synthesizer.name})\n{CHAT_HELP}", highlight=False)
+        told = False
         with _interruptible(session.run_dir, err_console):
             result = session.run()
             while not result.finished:
-                best = (result.paused or {}).get("best")
+                paused = result.paused or {}
+                best = paused.get("best")
                 console.print(f"[bold]round {result.rounds}[/bold]: "
                               f"{result.candidates} candidates, "
                               + (f"best {best['node']} {best['speedup']:.2f}x" if best
                                  and best.get("speedup") is not None else
                                  f"best {best['node']}" if best else "nothing verified yet"),
                               highlight=False)
+                unread = paused.get("guidance_unread")
+                if unread and not told:
+                    console.print(f"[yellow]note[/yellow]: {unread}", highlight=False,
+                                  soft_wrap=True)
+                    told = True
                 answer = typer.prompt("guidance", default="continue", show_default=False).strip()
                 if answer.lower() in ("show best", "best"):
                     if result.kernel_path:
@@ -253,6 +261,9 @@ def chat(
                 if answer.lower() in ("help", "?"):
                     console.print(CHAT_HELP)
                     continue
+                if unread and parse_guidance(answer)[1]:
+                    console.print(f"[yellow]not read[/yellow]: {unread}; kept in the run's "
+                                  "trace only", highlight=False, soft_wrap=True)
                 result = session.run(answer)
     render_tune_result(result, console)
     raise typer.Exit(0 if result.best_node is not None else 1)
