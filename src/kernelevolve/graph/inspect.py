@@ -97,7 +97,7 @@ def render_tree(run: RunRecord, candidates: list[CandidateRecord], console: Cons
 
 def render_events(events: list[EventRecord], console: Console) -> None:
     """A run's trace, one line per event, as ``kernelevolve tune`` printed it."""
-    from kernelevolve.graph.render import EventPrinter  # (imports the session: torch)
+    from kernelevolve.graph.render import EventPrinter
 
     printer = EventPrinter(console)
     known = {k.value for k in EventKind}

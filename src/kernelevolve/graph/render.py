@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kernelevolve.graph.session import TuneResult
+from kernelevolve.graph.rundir import TuneResult
 from kernelevolve.graph.state import Event, EventKind
 
 _STYLE = {

@@ -3,7 +3,8 @@
 
 A run directory holds ``run.json`` (what was asked, with the settings), ``checkpoints.sqlite``
 (LangGraph's checkpointer: the whole state after every step), ``candidates/<node>.py``,
-``best.py`` (the best verified kernel so far) and, once the run ends, ``result.json``.
+``best.py`` (the best verified kernel so far) and, once the run ends, ``result.json``; its format
+and the readers that need no Session are in ``graph/rundir.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StateSnapshot
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from kernelevolve import __version__
 from kernelevolve.config import (
     EvalConfig,
     KBConfig,
@@ -34,8 +33,17 @@ from kernelevolve.config import (
     load_settings,
 )
 from kernelevolve.errors import ConfigError, KernelEvolveError, RunError
-from kernelevolve.graph import search, state
+from kernelevolve.graph import search
 from kernelevolve.graph.build import build_graph, recursion_limit
+from kernelevolve.graph.rundir import (
+    FINAL,
+    RunSpec,
+    StoredRun,
+    TuneResult,
+    checkpoint_serde,
+    find_run,
+    read_run,
+)
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.state import Draft, Event, RunState, Task, Usage
 from kernelevolve.kb import Hit, Improvement, KnowledgeSource, Situation, SkillWrite
@@ -44,135 +52,17 @@ from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target, tune_target
 from kernelevolve.tools.harness.pool import make_pool
-from kernelevolve.tools.harness.result import EvalResult, reference_advice
+from kernelevolve.tools.harness.result import EvalResult
 
-# Types the checkpointer may rebuild from the database (nothing else is unpickled).
-_STATE_TYPES = (
-    state.Task, state.Knowledge, state.ErrorInfo, state.Step, state.Expansion, state.Usage,
-    state.Draft, state.Event, state.EventKind, state.PromptState, state.Slot, state.Outcome,
-    search.Node, search.SearchTree, search.DiagnosisInfo, search.Call, state.Direction,
-)
-
-
-class RunSpec(BaseModel):
-    """``run.json``: what the user asked for, enough to rebuild the run in another process."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str
-    problem_path: str
-    problem_digest: str
-    target: str
-    synthesizer: str
-    synthesizer_reason: str = Field("", description="why this synthesizer (the run says so)")
-    interactive: bool = False
-    settings: dict[str, Any]
-    created: str
-    version: str = __version__
-
-
-class TuneResult(BaseModel):
-    """What a run produced: the best verified kernel with its evidence, and what it cost."""
-
-    run_id: str
-    run_dir: str
-    problem: str
-    target: str
-    synthesizer: str
-    finished: bool = Field(description="the run ended (False: paused or interrupted)")
-    stop_reason: str | None = None
-    best_node: str | None = None
-    best_speedup: float | None = None
-    best_latency_ms: float | None = None
-    simulated: bool = False
-    kernel_path: str | None = Field(None, description="the best kernel's file (best.py)")
-    best_result: EvalResult | None = None
-    rounds: int = 0
-    candidates: int = 0
-    verified: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    paused: dict[str, Any] | None = Field(None, description="interactive: the pause's summary")
-
-    @property
-    def ok(self) -> bool:
-        return self.best_node is not None
-
-    @property
-    def advice(self) -> str | None:
-        """Which program to use where the best kernel loses to a reference (see
-        ``reference_advice``)."""
-        timing = self.best_result.timing if self.best_result else None
-        if self.best_node is None or timing is None or self.simulated:
-            return None
-        return reference_advice(self.best_node, timing.speedup_vs_eager,
-                                timing.speedup_vs_compiled)
-
+__all__ = ["FINAL", "LazyKnowledgeBase", "RunSpec", "Session", "StoredRun", "TuneResult",
+           "checkpoint_serde", "constraints_for", "find_run", "known_seeds", "read_run",
+           "resume", "search_eval_config", "tune"]
 
 log = logging.getLogger(__name__)
-FINAL = "final.json"  # the best kernel re-timed beside fresh references at the run's end
-
-
-def checkpoint_serde() -> JsonPlusSerializer:
-    """The checkpointer's serializer: rebuilds only the run state's own types."""
-    return JsonPlusSerializer(allowed_msgpack_modules=list(_STATE_TYPES))
-
-
-class StoredRun(BaseModel):
-    """A run directory as it stands on disk, read without a Session (no synthesizer, no
-    workers): ``run.json``, the last checkpointed state (None before the first step), and
-    whether it is paused at an interactive interrupt."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    run_dir: Path
-    spec: RunSpec
-    values: dict[str, Any] | None = None
-    paused: bool = False
-
-
-def read_run(run: str | Path, settings: Settings | None = None) -> StoredRun:
-    """Read a run (a run directory, or a run id under the configured runs directory)."""
-    path = find_run(run, settings)
-    try:
-        spec = RunSpec.model_validate_json((path / "run.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise RunError(f"{path / 'run.json'} is missing or damaged: {exc}") from exc
-    db = path / "checkpoints.sqlite"
-    if not db.is_file():
-        return StoredRun(run_dir=path, spec=spec)
-    conn = sqlite3.connect(db, check_same_thread=False)
-    try:
-        snap = SqliteSaver(conn, serde=checkpoint_serde()).get_tuple(
-            {"configurable": {"thread_id": spec.run_id, "checkpoint_ns": ""}})
-    except (sqlite3.DatabaseError, ValueError) as exc:
-        raise RunError(f"the checkpoints of run {spec.run_id} ({db}) cannot be read: {exc}; "
-                       "the run directory is damaged") from exc
-    finally:
-        conn.close()
-    if snap is None:
-        return StoredRun(run_dir=path, spec=spec)
-    values = dict(snap.checkpoint.get("channel_values", {}))
-    if "tree" not in values or "task" not in values:
-        return StoredRun(run_dir=path, spec=spec)
-    # LangGraph records a pending interrupt as a write to the "__interrupt__" channel.
-    paused = any(w[1] == "__interrupt__" for w in (snap.pending_writes or []))
-    return StoredRun(run_dir=path, spec=spec, values=values, paused=paused)
 
 
 def _new_run_id(problem: Problem) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{problem.name}-{secrets.token_hex(2)}"
-
-
-def find_run(run: str | Path, settings: Settings | None = None) -> Path:
-    """A run directory from a path or a run id under the configured runs directory."""
-    path = Path(run)
-    if (path / "run.json").is_file():
-        return path
-    runs = (settings or load_settings()).runs.resolved_dir()
-    if (runs / str(run) / "run.json").is_file():
-        return runs / str(run)
-    raise RunError(f"no run '{run}': neither a run directory nor a run id under {runs} "
-                   "(list them with `kernelevolve runs`, or pass the run directory)")
 
 
 class Session:

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Column, Table
 
-from kernelevolve.config import KBConfig, Settings, load_settings
-from kernelevolve.kb.models import ADDABLE_TIERS, TIERS, parse_target, parse_tier
+from kernelevolve.kb.tiers import ADDABLE_TIERS, TIERS
 
 if TYPE_CHECKING:
+    from kernelevolve.config import KBConfig
     from kernelevolve.kb.store import KnowledgeBase
 
 app = typer.Typer(
@@ -36,6 +36,8 @@ PathOption = Annotated[
 
 
 def _config(ctx: typer.Context, path: Path | None) -> KBConfig:
+    from kernelevolve.config import Settings, load_settings
+
     settings = ctx.obj if isinstance(ctx.obj, Settings) else load_settings()
     return settings.kb.model_copy(update={"path": path}) if path else settings.kb
 
@@ -82,6 +84,8 @@ def add(
     path: PathOption = None,
 ) -> None:
     """Add a document (or replace it, if this file was added before)."""
+    from kernelevolve.kb.models import parse_target, parse_tier
+
     # Validate the cheap arguments before opening (and possibly indexing) the store.
     if tier is not None:
         parse_tier(tier, allowed=ADDABLE_TIERS)
@@ -108,6 +112,8 @@ def search(
     path: PathOption = None,
 ) -> None:
     """Search the knowledge base."""
+    from kernelevolve.kb.models import parse_target, parse_tier
+
     if tier is not None:
         parse_tier(tier)
     if target is not None:
@@ -134,6 +140,8 @@ def list_documents(
     path: PathOption = None,
 ) -> None:
     """List documents (building the store on first use)."""
+    from kernelevolve.kb.models import parse_target, parse_tier
+
     if tier is not None:
         parse_tier(tier)
     if target is not None:

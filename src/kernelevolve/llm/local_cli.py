@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -22,7 +22,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from kernelevolve.config import LLMConfig, load_settings
+if TYPE_CHECKING:
+    from kernelevolve.config import LLMConfig
 
 app = typer.Typer(name="llm", no_args_is_help=True,
                   help="The local LLM: Qwen2.5-Coder on the CPU, no key and no GPU needed.")
@@ -37,6 +38,8 @@ ConfigOption = Annotated[
 
 
 def _cfg(config: Path | None) -> LLMConfig:
+    from kernelevolve.config import load_settings
+
     return load_settings(config).llm
 
 
