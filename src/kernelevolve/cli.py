@@ -57,7 +57,7 @@ def check(
     with make_pool(target, settings.eval, workers=1) as pool:
         if not json_out:
             err_console.print(f"[dim]evaluating {candidate} on {pool.target.name} "
-                              f"({pool.target.description})[/dim]")
+                              f"({pool.target.description})[/dim]", soft_wrap=True)
         result = pool.evaluate(problem, candidate)
     if json_out:
         print(result.model_dump_json(indent=2))
@@ -90,7 +90,8 @@ def profile(
     settings = load_settings(config, eval={"profile": {"enabled": True, "tools": chosen, **raw}})
     with make_pool("cuda", settings.eval, workers=1) as pool:
         if not json_out:
-            err_console.print(f"[dim]profiling {candidate} on {pool.target.description}[/dim]")
+            err_console.print(f"[dim]profiling {candidate} on {pool.target.description}[/dim]",
+                              soft_wrap=True)
         result = pool.evaluate(problem, candidate)
     if json_out:
         print(result.model_dump_json(indent=2))
@@ -369,7 +370,8 @@ def runs(
         records = store.runs()
     err_console = Console(stderr=True)
     for path, why in scan.skipped:
-        err_console.print(f"[dim]skipped {path}: {why}[/dim]", highlight=False)
+        err_console.print(f"[dim]skipped {escape(str(path))}: {escape(why)}[/dim]",
+                          highlight=False, soft_wrap=True)
     if json_out:
         print(json.dumps([r.model_dump(mode="json", exclude={"reference_source"})
                           for r in records], indent=1))
@@ -477,7 +479,7 @@ def export(
         if fmt == "json":
             path = out or Path("kernelevolve-runs.json")
             n = store.export_runs(path, ids if runs or target or operator_class else None)
-            console.print(f"exported {n} run(s) to {path}", highlight=False)
+            console.print(f"exported {n} run(s) to {path}", highlight=False, soft_wrap=True)
             return
         from kernelevolve.rl.export import ExportFilter, collect, write
         from kernelevolve.rl.redact import Redactor
@@ -489,7 +491,7 @@ def export(
     counts = write(trajectories, directory, fmt, Redactor.from_environment([key]), where)
     files = ", ".join(f"{name} {n}" for name, n in counts.items())
     console.print(f"exported {len(trajectories)} record(s) of {len(ids)} run(s) to "
-                  f"{directory} ({files})", highlight=False)
+                  f"{directory} ({files})", highlight=False, soft_wrap=True)
 
 
 @app.command("import")
@@ -503,9 +505,9 @@ def import_(
         ids = store.import_runs(file)
         path = store.path
     console = Console()
-    console.print(f"imported {len(ids)} run(s) into {path}", highlight=False)
+    console.print(f"imported {len(ids)} run(s) into {path}", highlight=False, soft_wrap=True)
     for rid in ids:
-        console.print(f"  {rid}", highlight=False)
+        console.print(f"  {rid}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -555,7 +557,7 @@ def bench(
     console = Console()
     render_report(report, console)
     console.print(f"written {out_dir / 'bench.json'} and {out_dir / 'bench.md'}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 @app.command()
