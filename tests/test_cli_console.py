@@ -59,6 +59,27 @@ def test_runs_never_folds_or_cuts_a_run_id_at_80_columns():
     assert row.startswith("│ " + RUN_ID) and "3.00x sim" in row
 
 
+def test_the_tune_summary_never_cuts_a_path_at_80_columns():
+    from kernelevolve.graph.render import render_tune_result
+    from kernelevolve.graph.rundir import TuneResult
+
+    result = TuneResult(run_id=RUN_ID, run_dir=RUN_DIR, problem="p.py", target="mtia-sim:2i",
+                        synthesizer="offline", finished=True, stop_reason="budget spent",
+                        best_node="n0002", best_speedup=3.0, simulated=True,
+                        kernel_path=RUN_DIR + "/best.py",
+                        kernel_out="/work/somewhere/deep/12_conv2d_relu_scale_bias_tuned.py")
+    console = _console(80)
+    render_tune_result(result, console)
+    lines = console.file.getvalue().splitlines()
+    assert "…" not in console.file.getvalue()
+    for key, value in (("run", RUN_ID), ("run directory", RUN_DIR),
+                       ("kernel", RUN_DIR + "/best.py"),
+                       ("kernel written to", result.kernel_out)):
+        assert any(x.startswith(key + " ") and x.endswith("  " + value) for x in lines), key
+    # what "simulated" means, in one line
+    assert any(x.startswith("simulated: ") and "model of the chip" in x for x in lines)
+
+
 def test_runs_piped_prints_whole_run_ids(tmp_path):
     """Through a pipe (not a terminal: rich assumes 80 columns) `kernelevolve runs` prints every
     run id whole on its own line."""

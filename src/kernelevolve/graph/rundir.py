@@ -7,6 +7,8 @@ through this module, so they start without the evaluation stack.
 
 from __future__ import annotations
 
+import os
+import secrets
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,9 @@ class RunSpec(BaseModel):
     synthesizer: str
     synthesizer_reason: str = Field("", description="why this synthesizer (the run says so)")
     interactive: bool = False
+    kernel_out: str | None = Field(
+        None, description="the file kept equal to the run's best kernel (tune's --out, default "
+                          "./<problem>_tuned.py, made absolute); resume keeps it current too")
     settings: dict[str, Any]
     created: str
     version: str = __version__
@@ -63,6 +68,10 @@ class TuneResult(BaseModel):
     best_latency_ms: float | None = None
     simulated: bool = False
     kernel_path: str | None = Field(None, description="the best kernel's file (best.py)")
+    kernel_out: str | None = Field(
+        None, description="the file kept equal to the best kernel (RunSpec.kernel_out), "
+                          "written whenever the best changed; nothing is written there "
+                          "before the run has a verified kernel")
     best_result: EvalResult | None = None
     rounds: int = 0
     candidates: int = 0
@@ -79,13 +88,40 @@ class TuneResult(BaseModel):
         """Which program to use where the best kernel loses to a reference (see
         ``reference_advice``)."""
         timing = self.best_result.timing if self.best_result else None
-        if self.best_node is None or timing is None or self.simulated:
+        if self.best_node is None or timing is None:
             return None
-        return reference_advice(self.best_node, timing.speedup_vs_eager,
-                                timing.speedup_vs_compiled)
+        advice = reference_advice(self.best_node, timing.speedup_vs_eager,
+                                  timing.speedup_vs_compiled)
+        if advice and self.simulated:
+            advice += " on the simulated chip (the chip model's estimate, not a measurement)"
+        return advice
 
 
 FINAL = "final.json"  # the best kernel re-timed beside fresh references at the run's end
+
+
+def default_kernel_out(problem_name: str) -> Path:
+    """Where ``tune`` (and ``resume`` of a run that named no file) keeps the best kernel:
+    ``./<problem>_tuned.py``."""
+    return Path(f"{problem_name}_tuned.py")
+
+
+def write_kernel(path: Path, source: str) -> None:
+    """Replace ``path`` with ``source`` whole (a kill mid-write leaves the old file, never half
+    of each); unchanged content is not rewritten."""
+    try:
+        if path.read_text() == source:
+            return
+    except OSError:
+        pass
+    # a plain file (the user's umask, not mkstemp's 0600) beside it, then one rename
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def checkpoint_serde() -> JsonPlusSerializer:
