@@ -20,10 +20,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kernelevolve import __version__
 from kernelevolve.config import Settings, load_settings
+from kernelevolve.console import table_or_records
 from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
 from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
@@ -435,18 +435,18 @@ def render_report(report: BenchReport, console: Console) -> None:
     """The report in the terminal: the figures, then the per-problem table."""
     untimed = "not timed"
     sim = " (simulated)" if report.simulated and report.timed else ""
-    table = Table("problem", "correct", "vs eager" + sim, "vs torch.compile",
-                  "roofline eager / kernel", "rounds",
-                  "candidates", "run / why", title=f"bench: {report.problems_dir} on "
-                  f"{report.target}", title_justify="left")
-    for o in report.problems:
-        table.add_row(
-            escape(o.problem), "[green]yes[/green]" if o.correct else "[red]no[/red]",
-            _x(o.speedup_vs_eager, "-" if report.timed else untimed),
-            _x(o.speedup_vs_compiled, "-" if report.timed else untimed), roofline_cell(o),
-            str(o.rounds),
-            str(o.candidates), escape(o.run_id or "") if o.correct else escape(o.reason[:160]))
-    console.print(table)
+    rows = [[escape(o.problem), "[green]yes[/green]" if o.correct else "[red]no[/red]",
+             _x(o.speedup_vs_eager, "-" if report.timed else untimed),
+             _x(o.speedup_vs_compiled, "-" if report.timed else untimed), roofline_cell(o),
+             str(o.rounds), str(o.candidates),
+             escape(o.run_id or "") if o.correct else escape(o.reason[:160])]
+            for o in report.problems]
+    # the run ids are copied into `trace` / `show`: records where the table does not fit; a
+    # failure's reason wraps (never narrower than a run id)
+    widest = max((len(o.run_id or "") for o in report.problems), default=0)
+    table_or_records(console, ("problem", "correct", "vs eager" + sim, "vs torch.compile",
+                               "roofline eager / kernel", "rounds", "candidates", "run / why"),
+                     rows, wrap={7: max(60, widest)}, title=f"bench: {escape(str(report.problems_dir))} on {report.target}")
     fast = "  ".join(f"fast_{p} {v:.2f}" if v is not None else f"fast_{p} {untimed}"
                      for p, v in report.fast_p.items())
     console.print(f"correctness {report.n_correct}/{report.n_problems} = "

@@ -52,12 +52,12 @@ def check(
     from kernelevolve.tools.harness.render import render_result
 
     console, err_console = Console(), Console(stderr=True)
-    overrides = {"eval": {"allowed_ops": allow_op}} if allow_op else {}
+    overrides: dict[str, Any] = {"eval": {"allowed_ops": allow_op}} if allow_op else {}
     settings = load_settings(config, **overrides)
     with make_pool(target, settings.eval, workers=1) as pool:
         if not json_out:
             err_console.print(f"[dim]evaluating {candidate} on {pool.target.name} "
-                              f"({pool.target.description})[/dim]")
+                              f"({pool.target.description})[/dim]", soft_wrap=True)
         result = pool.evaluate(problem, candidate)
     if json_out:
         print(result.model_dump_json(indent=2))
@@ -90,7 +90,8 @@ def profile(
     settings = load_settings(config, eval={"profile": {"enabled": True, "tools": chosen, **raw}})
     with make_pool("cuda", settings.eval, workers=1) as pool:
         if not json_out:
-            err_console.print(f"[dim]profiling {candidate} on {pool.target.description}[/dim]")
+            err_console.print(f"[dim]profiling {candidate} on {pool.target.description}[/dim]",
+                              soft_wrap=True)
         result = pool.evaluate(problem, candidate)
     if json_out:
         print(result.model_dump_json(indent=2))
@@ -101,11 +102,18 @@ def profile(
     raise typer.Exit(0 if result.ok else 1)
 
 
+# The flags that set a search.* setting, so a bad value is reported as the user typed it.
+SEARCH_FLAGS = {"search.goal": "--goal", "search.rounds": "--rounds", "search.wall_s": "--wall",
+                "search.tokens": "--tokens", "search.strategy": "--strategy",
+                "search.batch": "--batch"}
+
+
 def _tune_settings(config: Path | None, **search: object) -> object:
     from kernelevolve.config import load_settings
 
     over = {k: v for k, v in search.items() if v is not None}
-    return load_settings(config, search=over) if over else load_settings(config)
+    return load_settings(config, flags=SEARCH_FLAGS, search=over) if over \
+        else load_settings(config)
 
 
 def _apply_run_flags(settings: Any, *, llm: str | None, no_kb: bool,
@@ -119,15 +127,30 @@ def _apply_run_flags(settings: Any, *, llm: str | None, no_kb: bool,
 
 
 @contextmanager
-def _interruptible(run_dir: Path, err_console: Console) -> Iterator[None]:
+def _interruptible(session: Any, err_console: Console) -> Iterator[None]:
     """Ctrl-C in a run: the Session closes on the way out (a local model server stops with it)
-    and the user is told that the run is kept and how to continue it."""
+    and the user is told that the run is kept and how to continue it (or, before its first
+    checkpoint, that there was nothing to keep: its directory goes)."""
     try:
         yield
     except (KeyboardInterrupt, typer.Abort):
-        err_console.print(f"\n[bold]interrupted[/bold]; the run is kept. Continue it with: "
-                          f"kernelevolve resume {run_dir}", highlight=False)
+        if session.has_checkpoint():
+            err_console.print(f"\n[bold]interrupted[/bold]; the run is kept. Continue it with: "
+                              f"kernelevolve resume {session.run_dir}", highlight=False,
+                              soft_wrap=True)
+        else:
+            err_console.print("\n[bold]interrupted[/bold] before the run's first checkpoint: "
+                              "nothing to resume, its directory is removed", highlight=False)
         raise typer.Exit(130) from None
+
+
+def _say_run(session: Any, err_console: Console, verb: str = "run") -> None:
+    """The run directory first (never cut: it is there to be copied), then the synthesizer."""
+    err_console.print(f"[bold]{verb}[/bold] {session.run_dir}  ({session.target.name}, "
+                      f"{session.deps.synthesizer.name})", highlight=False, soft_wrap=True)
+    err_console.print(f"[dim]synthesizer {session.spec.synthesizer}: "
+                      f"{session.spec.synthesizer_reason}[/dim]", highlight=False,
+                      soft_wrap=True)
 
 
 BATCH_HELP = ("candidates per round, drafted and evaluated at once (1-16; default 1: one at "
@@ -161,6 +184,7 @@ def tune(
     """Search for a fast verified kernel for PROBLEM. Exits 0 when a verified kernel was found."""
     from kernelevolve.config import Settings
     from kernelevolve.graph.render import EventPrinter
+    from kernelevolve.graph.rundir import default_kernel_out
     from kernelevolve.graph.session import Session
 
     settings = _tune_settings(config, goal=goal, rounds=rounds, wall_s=wall, tokens=tokens,
@@ -169,19 +193,13 @@ def tune(
     _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op)
     err_console = Console(stderr=True)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
+    kernel_out = out if out is not None else default_kernel_out(Path(problem).stem)
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
-                        on_event=printer) as session:
-        err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
-                          f"{session.deps.synthesizer.name})", highlight=False)
-        _say_synthesizer(session, err_console)
-        with _interruptible(session.run_dir, err_console):
+                        kernel_out=kernel_out, on_event=printer) as session:
+        _say_run(session, err_console)
+        with _interruptible(session, err_console):
             result = session.run()
-    _finish(result, out if out is not None else Path(f"{Path(problem).stem}_tuned.py"), json_out)
-
-
-def _say_synthesizer(session: Any, err_console: Console) -> None:
-    err_console.print(f"[dim]synthesizer {session.spec.synthesizer}: "
-                      f"{session.spec.synthesizer_reason}[/dim]", highlight=False)
+    _finish(result, json_out)
 
 
 CHAT_HELP = ("Type guidance in plain words (it lands in every later prompt), or: "
@@ -204,6 +222,7 @@ def chat(
 ) -> None:
     """An interactive tuning session: the run pauses after every round, shows what happened and
     takes your guidance ("try a persistent kernel", "show best", "stop")."""
+    from kernelevolve.agents.planner import parse_guidance
     from kernelevolve.config import Settings
     from kernelevolve.graph.render import EventPrinter, render_tune_result
     from kernelevolve.graph.session import Session
@@ -216,18 +235,25 @@ def chat(
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir,
                         interactive=True, on_event=EventPrinter(err_console, quiet=True)
                         ) as session:
-        err_console.print(f"[bold]run[/bold] {session.run_dir}  ({session.target.name}, "
-                          f"{session.deps.synthesizer.name})\n{CHAT_HELP}", highlight=False)
-        with _interruptible(session.run_dir, err_console):
+        _say_run(session, err_console)
+        err_console.print(CHAT_HELP, highlight=False)
+        told = False
+        with _interruptible(session, err_console):
             result = session.run()
             while not result.finished:
-                best = (result.paused or {}).get("best")
+                paused = result.paused or {}
+                best = paused.get("best")
                 console.print(f"[bold]round {result.rounds}[/bold]: "
                               f"{result.candidates} candidates, "
                               + (f"best {best['node']} {best['speedup']:.2f}x" if best
                                  and best.get("speedup") is not None else
                                  f"best {best['node']}" if best else "nothing verified yet"),
                               highlight=False)
+                unread = paused.get("guidance_unread")
+                if unread and not told:
+                    console.print(f"[yellow]note[/yellow]: {unread}", highlight=False,
+                                  soft_wrap=True)
+                    told = True
                 answer = typer.prompt("guidance", default="continue", show_default=False).strip()
                 if answer.lower() in ("show best", "best"):
                     if result.kernel_path:
@@ -246,47 +272,60 @@ def chat(
                 if answer.lower() in ("help", "?"):
                     console.print(CHAT_HELP)
                     continue
+                if unread and parse_guidance(answer)[1]:
+                    console.print(f"[yellow]not read[/yellow]: {unread}; kept in the run's "
+                                  "trace only", highlight=False, soft_wrap=True)
                 result = session.run(answer)
     render_tune_result(result, console)
+    _warn(result, console)
     raise typer.Exit(0 if result.best_node is not None else 1)
 
 
 @app.command()
 def resume(
     run: Annotated[str, typer.Argument(help="run id or run directory")],
-    out: Annotated[Path | None, typer.Option(help="write the best kernel here")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="write the best kernel here (default: where the run's `tune` kept it, else "
+             "./<problem>_tuned.py)")] = None,
     quiet: Annotated[bool, typer.Option(help="only results, restarts and stops")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the TuneResult as JSON")] = False,
 ) -> None:
-    """Continue a run that was killed or interrupted, from its last checkpoint."""
+    """Continue a run that was killed or interrupted, from its last checkpoint; the best
+    kernel is written as `tune` writes it (a finished run: written again)."""
     from kernelevolve.graph.render import EventPrinter
+    from kernelevolve.graph.rundir import default_kernel_out
     from kernelevolve.graph.session import Session
 
     err_console = Console(stderr=True)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
-    with Session.open(run, on_event=printer) as session:
-        err_console.print(f"[bold]resuming[/bold] {session.run_dir}", highlight=False)
-        with _interruptible(session.run_dir, err_console):
+    with Session.open(run, kernel_out=out, on_event=printer) as session:
+        if session.spec.kernel_out is None:  # a chat run, or one from the library
+            session.keep_best_at(default_kernel_out(session.problem.name))
+        _say_run(session, err_console, "resuming")
+        with _interruptible(session, err_console):
             result = session.run()
-    _finish(result, out, json_out)
+    _finish(result, json_out)
 
 
-def _finish(result: object, out: Path | None, json_out: bool) -> None:
-    import shutil
+def _warn(result: Any, console: Console) -> None:
+    """A verified kernel that loses to eager or torch.compile: say so, plainly."""
+    if result.advice:
+        console.print(f"[bold yellow]warning[/bold yellow]: {escape(result.advice)}",
+                      highlight=False, soft_wrap=True)
 
+
+def _finish(result: object, json_out: bool) -> None:
     from kernelevolve.graph.render import render_tune_result
-    from kernelevolve.graph.session import TuneResult
+    from kernelevolve.graph.rundir import TuneResult
 
     assert isinstance(result, TuneResult)
-    if out is not None and result.kernel_path:
-        shutil.copyfile(result.kernel_path, out)
     if json_out:
         print(result.model_dump_json(indent=2))
+        _warn(result, Console(stderr=True))
     else:
         console = Console()
         render_tune_result(result, console)
-        if out is not None and result.kernel_path:
-            console.print(f"best kernel written to {out}")
+        _warn(result, console)
     raise typer.Exit(0 if result.best_node is not None else 1)
 
 
@@ -351,7 +390,8 @@ def runs(
         records = store.runs()
     err_console = Console(stderr=True)
     for path, why in scan.skipped:
-        err_console.print(f"[dim]skipped {path}: {why}[/dim]", highlight=False)
+        err_console.print(f"[dim]skipped {escape(str(path))}: {escape(why)}[/dim]",
+                          highlight=False, soft_wrap=True)
     if json_out:
         print(json.dumps([r.model_dump(mode="json", exclude={"reference_source"})
                           for r in records], indent=1))
@@ -459,7 +499,7 @@ def export(
         if fmt == "json":
             path = out or Path("kernelevolve-runs.json")
             n = store.export_runs(path, ids if runs or target or operator_class else None)
-            console.print(f"exported {n} run(s) to {path}", highlight=False)
+            console.print(f"exported {n} run(s) to {path}", highlight=False, soft_wrap=True)
             return
         from kernelevolve.rl.export import ExportFilter, collect, write
         from kernelevolve.rl.redact import Redactor
@@ -471,7 +511,7 @@ def export(
     counts = write(trajectories, directory, fmt, Redactor.from_environment([key]), where)
     files = ", ".join(f"{name} {n}" for name, n in counts.items())
     console.print(f"exported {len(trajectories)} record(s) of {len(ids)} run(s) to "
-                  f"{directory} ({files})", highlight=False)
+                  f"{directory} ({files})", highlight=False, soft_wrap=True)
 
 
 @app.command("import")
@@ -485,9 +525,9 @@ def import_(
         ids = store.import_runs(file)
         path = store.path
     console = Console()
-    console.print(f"imported {len(ids)} run(s) into {path}", highlight=False)
+    console.print(f"imported {len(ids)} run(s) into {path}", highlight=False, soft_wrap=True)
     for rid in ids:
-        console.print(f"  {rid}", highlight=False)
+        console.print(f"  {rid}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -537,7 +577,7 @@ def bench(
     console = Console()
     render_report(report, console)
     console.print(f"written {out_dir / 'bench.json'} and {out_dir / 'bench.md'}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -572,7 +612,8 @@ def main() -> None:
             raise
         # escaped: a message naming `pip install 'kernelevolve[aten]'` must keep its brackets
         Console(stderr=True).print(
-            f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}", highlight=False)
+            f"[bold red]{type(exc).__name__}[/bold red]: {escape(str(exc))}", highlight=False,
+            soft_wrap=True)  # a path or a name in the message is there to be copied whole
         sys.exit(1)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -2,19 +2,27 @@
 explicit overrides (CLI flags). Unknown keys and missing files are errors, never silent defaults.
 
 Environment variables use ``__`` between levels: ``KERNELEVOLVE_EVAL__TIMEOUT_S=120``.
-A config file is named with ``--config`` or ``KERNELEVOLVE_CONFIG``.
+A config file is named with ``--config`` or ``KERNELEVOLVE_CONFIG``. A ``KERNELEVOLVE_*``
+variable that names no setting (and is not one of ``OTHER_ENV_VARS``) is an error, as is an
+unknown key in the file; each bad value is reported with the name the user wrote, the value and
+what is expected.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import tomllib
+import types
+import typing
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from kernelevolve.errors import ConfigError
 
@@ -286,7 +294,8 @@ class StoreConfig(_Section):
 
 
 class Settings(BaseSettings):
-    """The whole configuration tree."""
+    """The whole configuration tree (build it with ``load_settings``, which reads the file and
+    the environment)."""
 
     model_config = SettingsConfigDict(
         env_prefix="KERNELEVOLVE_", env_nested_delimiter="__", extra="forbid"
@@ -299,6 +308,120 @@ class Settings(BaseSettings):
     runs: RunsConfig = Field(default_factory=RunsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
 
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment is read by load_settings (read_env), which knows each variable's
+        # name for its error messages and refuses the ones that name no setting.
+        return (init_settings,)
+
+
+ENV_PREFIX = "KERNELEVOLVE_"
+# KERNELEVOLVE_* variables the project reads outside the settings tree: never "unknown".
+OTHER_ENV_VARS: dict[str, str] = {
+    "KERNELEVOLVE_HOME": "the data directory (config.data_dir)",
+    "KERNELEVOLVE_CONFIG": "the config file (load_settings)",
+    "KERNELEVOLVE_PROMPTS_DIR": "prompt template overrides (prompts/)",
+    "KERNELEVOLVE_LOCK_DIR": "the directory of the per-GPU timing locks (harness worker)",
+    "KERNELEVOLVE_PROFILE_JUDGE": "a developer's profile of the judge (harness)",
+}
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model class of a field (``X | None`` unwrapped), or None."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) \
+        or typing.get_origin(annotation) is typing.Union else (annotation,)
+    for arg in args:
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def _is_complex(annotation: Any) -> bool:
+    """A field whose environment value is JSON (a list, a dict, a section)."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) \
+        or typing.get_origin(annotation) is typing.Union else (annotation,)
+    return any(typing.get_origin(a) in (list, dict, tuple, set) or a in (list, dict)
+               or _model_of(a) is not None for a in args if a is not type(None))
+
+
+def _is_dict(annotation: Any) -> bool:
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) \
+        or typing.get_origin(annotation) is typing.Union else (annotation,)
+    return any(typing.get_origin(a) is dict or a is dict for a in args)
+
+
+def setting_keys(model: type[BaseModel] = Settings, prefix: tuple[str, ...] = ()
+                 ) -> Iterator[tuple[str, ...]]:
+    """Every key of the tree: sections, nested sections and leaves, as paths."""
+    for name, field in model.model_fields.items():
+        path = (*prefix, name)
+        yield path
+        sub = _model_of(field.annotation)
+        if sub is not None:
+            yield from setting_keys(sub, path)
+
+
+def _resolve(parts: list[str]) -> tuple[bool, bool]:
+    """(names a setting?, is its value JSON?) for a path of lower-case key parts."""
+    model: type[BaseModel] | None = Settings
+    for i, part in enumerate(parts):
+        if model is None or part not in model.model_fields:
+            return False, False
+        annotation = model.model_fields[part].annotation
+        if i == len(parts) - 1:
+            return True, _is_complex(annotation)
+        if _is_dict(annotation):  # KERNELEVOLVE_EVAL__SHAPE_OVERRIDES__BATCH_SIZE=3
+            return len(parts) == i + 2, False
+        model = _model_of(annotation)
+    return False, False
+
+
+def env_name(path: tuple[str, ...]) -> str:
+    return ENV_PREFIX + "__".join(p.upper() for p in path)
+
+
+def read_env(environ: Mapping[str, str] | None = None
+             ) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """The settings given by ``KERNELEVOLVE_*`` variables as nested values, and which variable
+    gave each path. A variable that names no setting is a ConfigError naming the closest one."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    problems: list[str] = []
+    for var, raw in sorted(environ.items()):
+        if not var.upper().startswith(ENV_PREFIX) or var.upper() in OTHER_ENV_VARS:
+            continue
+        parts = var[len(ENV_PREFIX):].lower().split("__")
+        known, as_json = _resolve(parts)
+        if not known:
+            valid = [env_name(p) for p in setting_keys()] + list(OTHER_ENV_VARS)
+            close = difflib.get_close_matches(var.upper(), valid, n=1, cutoff=0.6)
+            problems.append(f"{var} names no setting"
+                            + (f"; did you mean {close[0]}?" if close else
+                               "; the settings are listed in docs/configuration.md"))
+            continue
+        value: Any = raw
+        if as_json:
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                problems.append(f"{var}={raw!r}: expected JSON here (a list, a table or a "
+                                f"section), e.g. {var}='[\"conv2d\"]' or '{{\"key\": 1}}'")
+                continue
+        node = values
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+        names[tuple(parts)] = var
+    if problems:
+        raise ConfigError(_listed("environment", problems))
+    return values, names
+
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
@@ -310,10 +433,56 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+def _holds(values: Any, path: tuple[str | int, ...]) -> bool:
+    """Whether nested ``values`` give ``path`` or a section above it."""
+    for part in path:
+        if not isinstance(values, dict) or part not in values:
+            return False
+        values = values[part]
+    return True
+
+
+def _expected(error: Any) -> str:
+    msg = str(error["msg"])
+    for lead in ("Input should be ", "Value should be "):
+        if msg.startswith(lead):
+            return "expected " + msg[len(lead):]
+    return msg[:1].lower() + msg[1:]
+
+
+def describe_errors(exc: ValidationError, where: Any) -> list[str]:
+    """One line per problem of a validation error: the key as the user wrote it, the bad value
+    and what is expected; an unknown key names the closest known one. ``where`` maps a key path
+    to (the name, where it was given): ``("KERNELEVOLVE_EVAL__TIMEOUT_S", "")``,
+    ``("eval.timeout_s", "in FILE")``, ``("search.rounds", "--rounds")``."""
+    lines = []
+    for error in exc.errors():
+        path = tuple(p for p in error["loc"] if isinstance(p, str | int))
+        name, given = where(path)
+        at = f" ({given})" if given else ""
+        if error["type"] == "extra_forbidden":
+            parent = tuple(str(p) for p in path[:-1])
+            keys = [".".join(k) for k in setting_keys() if k[:-1] == parent]
+            close = difflib.get_close_matches(".".join(map(str, path)), keys, n=1, cutoff=0.6)
+            lines.append(f"{name}{at}: no such setting"
+                         + (f"; did you mean {close[0]}?" if close else
+                            f"; the keys here: {', '.join(keys)}" if keys else ""))
+        elif error["type"] == "missing":
+            lines.append(f"{name}{at} is missing")
+        else:
+            secret = "key" in str(path[-1]) if path else False
+            value = "***" if secret else repr(error["input"])
+            lines.append(f"{name} = {value}{at}: {_expected(error)}")
+    return lines
+
+
+def load_settings(path: str | Path | None = None, *, flags: Mapping[str, str] | None = None,
+                  origin: str = "given by the caller", **overrides: Any) -> Settings:
     """Build the configuration: defaults < file < environment < ``overrides``.
 
-    ``overrides`` are nested dicts by section, e.g. ``load_settings(eval={"timeout_s": 60})``.
+    ``overrides`` are nested dicts by section, e.g. ``load_settings(eval={"timeout_s": 60})``;
+    an error in one names it by ``flags`` (dotted key -> the flag the user typed, e.g.
+    ``{"search.rounds": "--rounds"}``), else as ``key (origin)``.
     """
     path = path or os.environ.get("KERNELEVOLVE_CONFIG")
     file_values: dict[str, Any] = {}
@@ -325,9 +494,30 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
             file_values = tomllib.loads(p.read_text())
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
+    env_values, env_names = read_env()
+
+    def where(key: tuple[str | int, ...]) -> tuple[str, str]:
+        dotted = ".".join(map(str, key))
+        if _holds(overrides, key):
+            flag = next((f for k, f in (flags or {}).items()
+                         if dotted == k or dotted.startswith(k + ".")), None)
+            return dotted, flag or origin
+        for n in range(len(key), 0, -1):
+            if key[:n] in env_names and _holds(env_values, key):
+                return env_names[key[:n]], ""  # type: ignore[index]
+        if _holds(file_values, key):
+            return dotted, f"in {path}"
+        return dotted, ""
+
     try:
-        env_values = Settings().model_dump(exclude_unset=True)
         merged = _deep_merge(_deep_merge(file_values, env_values), overrides)
         return Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from exc
+        raise ConfigError(_listed("configuration", describe_errors(exc, where))) from exc
+
+
+def _listed(what: str, problems: list[str]) -> str:
+    """One problem on the line; several one per line."""
+    if len(problems) == 1:
+        return f"invalid {what}: {problems[0]}"
+    return f"invalid {what} ({len(problems)} problems):\n" + "\n".join(f"  {p}" for p in problems)

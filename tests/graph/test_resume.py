@@ -107,3 +107,48 @@ def test_ctrl_c_stops_a_run_and_says_how_to_resume(tmp_path: Path) -> None:
     assert not any(map(alive, workers)), "a harness worker outlived the interrupted run"
     assert " evaluate " not in output  # stopped inside the evaluation
     assert (run_dir / "checkpoints.sqlite").is_file() and not (run_dir / "result.json").exists()
+
+
+TINY = PROBLEM.read_text().replace("batch_size = 4096", "batch_size = 256").replace(
+    "dim = 4096", "dim = 512")
+
+
+def test_the_kernel_file_follows_the_best_through_an_interrupt_and_a_resume(tmp_path: Path
+                                                                          ) -> None:
+    """Interrupted after round 1 (Ctrl-C), the kernel file holds round 1's best; resumed, it
+    follows the better kernel of round 2: never the earlier one (issue 48)."""
+    from kernelevolve.llm.chat import LLMSynthesizer
+    from tests.llm.scripted import ScriptedChatModel
+
+    replies = ROOT / "tests" / "llm" / "replies"
+    problem = tmp_path / "leaky_small.py"
+    problem.write_text(TINY)
+    out = tmp_path / "leaky_small_tuned.py"
+    settings = load_settings(
+        search={"retrieve": False, "distill": False, "warm_start": 0, "rounds": 2, "goal": 100.0},
+        eval={"n_input_sets": 1, "extra_shapes": False, "gpu_compile_arch": None})
+
+    def scripted(*names: str) -> LLMSynthesizer:
+        chat = ScriptedChatModel([(replies / f"{n}.md").read_text() for n in names])
+        return LLMSynthesizer(chat, "scripted-coder")
+
+    def ctrl_c_at_round_2(event) -> None:
+        if event.kind.value == "plan" and event.round == 2:
+            raise KeyboardInterrupt
+
+    with Session.create(problem, target="mtia-sim:2i", settings=settings, run_dir=tmp_path / "r",
+                        synthesizer=scripted("good_block256"), kernel_out=out,
+                        on_event=ctrl_c_at_round_2) as session:
+        with pytest.raises(KeyboardInterrupt):
+            session.run()
+        first = session.values()["tree"].best
+    assert first is not None and out.read_text() == first.source
+
+    with Session.open(tmp_path / "r", settings=settings,
+                      synthesizer=scripted("good_block1024")) as session:
+        result = session.run()
+        best = session.values()["tree"].best
+    assert result.finished and best is not None and best.id == "n0002"
+    assert (best.speedup or 0) > (first.speedup or 0)
+    assert result.kernel_out == str(out) and out.read_text() == best.source
+    assert (tmp_path / "r" / "best.py").read_text() == best.source

@@ -51,6 +51,9 @@ def test_untimed_target_rewards_any_verified_kernel():
     assert tree.best_id == "a" and tree.reward(node, 1.5) == 1.0
     reason = stop_reason(tree, 1, SearchConfig(), 1.5, 0.0, 0)
     assert reason is not None and "not timed" in reason
+    # an interactive run (chat) goes on, pausing each round: the user or the budget ends it
+    assert stop_reason(tree, 1, SearchConfig(), 1.5, 0.0, 0, interactive=True) is None
+    assert "rounds" in stop_reason(tree, 12, SearchConfig(), 1.5, 0.0, 0, interactive=True)
 
 
 def test_mcts_widens_the_root_then_descends_by_uct():

@@ -35,6 +35,7 @@ from kernelevolve.graph.state import (
     Usage,
     prompt_state,
 )
+from kernelevolve.llm.synthesizer import Synthesizer
 
 # What each bound asks the next candidate to do (the knowledge base's playbooks say how).
 ACTIONS = {
@@ -67,6 +68,17 @@ def summary(state: RunState) -> dict[str, Any]:
                  for n in list(tree.nodes.values())[-max(3, this_round):] if n.id != ROOT],
         "usage": state["usage"].model_dump(),
     }
+
+
+def guidance_unread(synthesizer: Synthesizer) -> str | None:
+    """Why guidance typed at a pause will not reach the kernels (None where it will): the
+    offline synthesizer renders templates and reads no words."""
+    if synthesizer.reads_guidance:
+        return None
+    return (f"the {synthesizer.name} synthesizer does not read guidance; configure an LLM "
+            "(`--llm MODEL` with KERNELEVOLVE_LLM__BASE_URL, or llm.model in the config) for "
+            "your words to reach the prompts ('stop', 'show best' and 'show tree' work as "
+            "ever)")
 
 
 def parse_guidance(answer: Any) -> tuple[bool, str]:
@@ -129,20 +141,24 @@ def plan(state: RunState, deps: Deps) -> dict[str, Any]:
     notes: list[str] = []
     events: list[Event] = []
     reason = stop_reason(state["tree"], round_, cfg, state["task"].goal, state["usage"].wall_s,
-                         state["usage"].tokens)
+                         state["usage"].tokens, interactive=deps.interactive)
     if reason is None and deps.interactive and round_ > 0:
-        answer = interrupt(summary(state))  # the node re-runs from the top on resume
+        unread = guidance_unread(deps.synthesizer)
+        pause = summary(state) | ({"guidance_unread": unread} if unread else {})
+        answer = interrupt(pause)  # the node re-runs from the top on resume
         deps.reset_clock()
         stop, note = parse_guidance(answer)
         if note:
             notes.append(note)
-            events.append(deps.event(EventKind.guidance, round_, note, state["usage"]))
+            events.append(deps.event(EventKind.guidance, round_,
+                                     f"{note} (not read: {unread})" if unread else note,
+                                     state["usage"]))
         if stop:
             reason = "stopped by the user"
     usage = deps.tick(state["usage"])
     if reason is None:
         reason = stop_reason(state["tree"], round_, cfg, state["task"].goal, usage.wall_s,
-                             usage.tokens)
+                             usage.tokens, interactive=deps.interactive)
     if reason is not None:
         events.append(deps.event(EventKind.stop, round_, reason, usage))
         return {"stop_reason": reason, "usage": usage, "events": events, "user_notes": notes}

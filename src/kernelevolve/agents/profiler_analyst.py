@@ -206,7 +206,7 @@ def evaluate(state: RunState, deps: Deps) -> dict[str, Any]:
     improved = tree.record(node, state["task"].goal, state["round"])
     keep_candidate(deps, node.id, draft.source)
     if improved:
-        (deps.run_dir / "best.py").write_text(draft.source)
+        deps.write_best(draft.source)
     events = [deps.event(EventKind.evaluate, state["round"], verdict_text(node, result), usage,
                          node_id=node.id)]
     if improved:

@@ -51,14 +51,14 @@ def generate(
             warnings.simplefilter("ignore")  # OpInfo samples of deprecated and beta ops
             suite = generate_suite(out, ops=names, dtype=dtype, samples=samples,
                                    max_elements=max_elements, on_op=on_op)
-    table = Table("class", "problems", title=f"{len(suite.problems)} problems in {out}",
-                  title_justify="left")
+    console.print(f"{len(suite.problems)} problems in {out}", highlight=False, soft_wrap=True)
+    table = Table("class", "problems")
     for cls, n in suite.classes().items():
         if n:
             table.add_row(cls, str(n))
     console.print(table)
     console.print(f"{len(suite.skipped)} operators left out (reasons in {out / 'suite.json'})",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 @app.command("list")

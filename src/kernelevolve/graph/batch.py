@@ -143,7 +143,7 @@ def gather(state: RunState, deps: Deps) -> dict[str, Any]:
         node = tree.add(o.node.model_copy())
         if tree.record(node, goal, round_):
             assert node.source is not None
-            (deps.run_dir / "best.py").write_text(node.source)
+            deps.write_best(node.source)
             events.append(deps.event(EventKind.improve, round_, f"new best {node.id}{o.speed}",
                                      usage, node_id=node.id))
         if o.error is not None:

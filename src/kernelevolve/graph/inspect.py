@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
 from rich.syntax import Syntax
-from rich.table import Column, Table
 from rich.tree import Tree
 
+from kernelevolve.console import key_values, table_or_records
 from kernelevolve.graph.search import ROOT, Call
 from kernelevolve.graph.state import Event, EventKind
 from kernelevolve.store.models import CandidateRecord, EventRecord, RunRecord
@@ -33,22 +33,21 @@ def speedup_text(speedup: float | None, *, timed: bool, simulated: bool) -> str:
 
 
 def render_runs(runs: list[RunRecord], console: Console) -> None:
-    """The table of ``kernelevolve runs``."""
-    # Folded, never cut: a run id is there to be copied into `trace` / `show`.
-    table = Table(*(Column(h, overflow="fold") for h in ("run", "problem", "target",
-                                                         "synthesizer")),
-                  "best", "rounds", "candidates", "status", "created", title=f"{len(runs)} run(s)",
-                  title_justify="left")
+    """The table of ``kernelevolve runs`` (records where it does not fit: a run id is there
+    to be copied into `trace` / `show`, never folded or cut)."""
+    rows = []
     for r in runs:
         if r.best_node is None:
             best = "[red]none[/red]"
         else:
             best = escape(speedup_text(r.best_speedup, timed=r.timed, simulated=r.simulated))
             best = f"[green]{best}[/green]" if r.best_speedup is not None else best
-        table.add_row(escape(r.run_id), escape(r.problem), escape(r.target),
-                      escape(r.synthesizer), best, str(r.rounds),
-                      f"{r.candidates} ({r.verified} ok)", escape(r.status), escape(r.created))
-    console.print(table)
+        rows.append([escape(r.run_id), escape(r.problem), escape(r.target),
+                     escape(r.synthesizer), best, str(r.rounds),
+                     f"{r.candidates} ({r.verified} ok)", escape(r.status), escape(r.created)])
+    table_or_records(console, ("run", "problem", "target", "synthesizer", "best", "rounds",
+                               "candidates", "status", "created"), rows,
+                     title=f"{len(runs)} run(s)")
 
 
 def _node_label(run: RunRecord, c: CandidateRecord) -> str:
@@ -76,7 +75,7 @@ def render_tree(run: RunRecord, candidates: list[CandidateRecord], console: Cons
     status = escape(run.stop_reason or run.status)
     console.print(f"[bold]{escape(run.run_id)}[/bold]  {escape(run.problem)} on "
                   f"{escape(run.target)} ({escape(run.synthesizer)})  [dim]{status}[/dim]",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     goal = f", goal {run.goal:g}x" if run.goal is not None and run.timed else ""
     tree = Tree(f"[bold]{ROOT}[/bold]  the reference (eager PyTorch){goal}")
     branches = {ROOT: tree}
@@ -97,7 +96,7 @@ def render_tree(run: RunRecord, candidates: list[CandidateRecord], console: Cons
 
 def render_events(events: list[EventRecord], console: Console) -> None:
     """A run's trace, one line per event, as ``kernelevolve tune`` printed it."""
-    from kernelevolve.graph.render import EventPrinter  # (imports the session: torch)
+    from kernelevolve.graph.render import EventPrinter
 
     printer = EventPrinter(console)
     known = {k.value for k in EventKind}
@@ -174,7 +173,7 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
     console.print(f"[bold]{escape(cand.node_id)}[/bold] of {escape(run.run_id)}  "
                   f"{status_text(cand.status)}  "
                   f"{speedup_text(cand.speedup, timed=run.timed, simulated=run.simulated)}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     facts = [("parent", cand.parent), ("repair of", cand.repair_of),
              ("operator", cand.operator), ("origin", cand.origin),
              ("round / epoch", f"{cand.round} / {cand.epoch}"), ("intent", cand.intent),
@@ -186,11 +185,7 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
              ("message", cand.message if not cand.ok else None),
              ("run's calls", run_tokens_text(candidates)
               if any(calls_of(c) for c in candidates) else None)]
-    table = Table(show_header=False, box=None)
-    for k, v in facts:
-        if v:
-            table.add_row(f"[bold]{k}[/bold]", escape(str(v)))
-    console.print(table)
+    key_values([(k, escape(str(v))) for k, v in facts if v], console)
 
     _section(console, "code")
     if cand.code is None:
@@ -258,5 +253,5 @@ def render_candidate(run: RunRecord, cand: CandidateRecord, candidates: list[Can
 def render_reference(run: RunRecord, console: Console) -> None:
     """``show RUN root``: the reference program the run started from."""
     console.print(f"[bold]{ROOT}[/bold] of {escape(run.run_id)}: the reference "
-                  f"({escape(run.problem_path or run.problem)})", highlight=False)
+                  f"({escape(run.problem_path or run.problem)})", highlight=False, soft_wrap=True)
     console.print(Syntax(run.reference_source, "python", line_numbers=True, word_wrap=True))

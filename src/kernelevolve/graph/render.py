@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
-from kernelevolve.graph.session import TuneResult
+from kernelevolve.console import key_values
+from kernelevolve.graph.rundir import TuneResult
 from kernelevolve.graph.state import Event, EventKind
 
 _STYLE = {
@@ -35,13 +36,18 @@ class EventPrinter:
                            f"{ev.text}", highlight=False, soft_wrap=True)
 
 
+SIMULATED = ("simulated: the times come from an analytical model of the chip (its published "
+             "figures; docs/targets.md), not from a measurement on hardware")
+
+
 def render_tune_result(result: TuneResult, console: Console) -> None:
-    table = Table(show_header=False, box=None)
-    rows: list[tuple[str, Any]] = [
-        ("run", result.run_id), ("run directory", result.run_dir),
-        ("target", result.target), ("synthesizer", result.synthesizer),
-        ("status", "finished: " + (result.stop_reason or "") if result.finished
-         else "paused" if result.paused else "interrupted (resume it)"),
+    """A run's summary; a simulated result says what simulated means, and where the best
+    kernel was written (or why nothing was)."""
+    rows: list[tuple[str, str]] = [
+        ("run", escape(result.run_id)), ("run directory", escape(result.run_dir)),
+        ("target", escape(result.target)), ("synthesizer", escape(result.synthesizer)),
+        ("status", escape("finished: " + (result.stop_reason or "") if result.finished
+                          else "paused" if result.paused else "interrupted (resume it)")),
         ("rounds / candidates / verified",
          f"{result.rounds} / {result.candidates} / {result.verified}"),
         ("wall time", f"{result.usage.wall_s:.1f} s"),
@@ -50,6 +56,9 @@ def render_tune_result(result: TuneResult, console: Console) -> None:
         rows.append(("LLM calls / tokens", f"{result.usage.llm_calls} / {result.usage.tokens}"))
     if result.best_node is None:
         rows.append(("best", "[red]no verified kernel[/red]"))
+        if result.kernel_out and Path(result.kernel_out).exists():
+            rows.append(("kernel written to", f"nothing: {escape(result.kernel_out)} is not "
+                                              "from this run"))
     else:
         sim = " (simulated)" if result.simulated else ""
         speed = (f"{result.best_speedup:.2f}x vs eager{sim}" if result.best_speedup is not None
@@ -61,10 +70,10 @@ def render_tune_result(result: TuneResult, console: Console) -> None:
         if timing is not None and timing.speedup_vs_compiled is not None:
             rows.append(("vs torch.compile", f"{timing.speedup_vs_compiled:.2f}x"))
         if timing is not None and timing.baseline and not timing.simulated:
-            rows.append(("speedups", timing.speedup_line()))
-        rows.append(("kernel", result.kernel_path))
-        if result.advice:
-            rows.append(("advice", f"[yellow]{result.advice}[/yellow]"))
-    for k, v in rows:
-        table.add_row(f"[bold]{k}[/bold]", str(v))
-    console.print(table)
+            rows.append(("speedups", escape(timing.speedup_line())))
+        rows.append(("kernel", escape(str(result.kernel_path))))
+        if result.kernel_out:
+            rows.append(("kernel written to", f"[bold]{escape(result.kernel_out)}[/bold]"))
+    key_values(rows, console)
+    if result.simulated:
+        console.print(f"[dim]{SIMULATED}[/dim]", highlight=False, soft_wrap=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelevolve.config import Settings
+from kernelevolve.graph.rundir import write_kernel
 from kernelevolve.graph.state import Event, EventKind, Usage
 from kernelevolve.kb import KnowledgeSource
 from kernelevolve.llm.synthesizer import Synthesizer
@@ -31,6 +32,7 @@ class Deps:
     interactive: bool = False
     on_event: Callable[[Event], None] | None = None
     device_name: str | None = None  # the device the worker reported (picks the kb target)
+    kernel_out: Path | None = None  # the user's copy of the best kernel (tune's --out)
     _last_tick: float = field(default_factory=time.monotonic)
 
     def tick(self, usage: Usage) -> Usage:
@@ -46,6 +48,12 @@ class Deps:
         plus the time since), without moving the clock; the branches run at once and the
         gather after them ticks once for the round."""
         return Usage(wall_s=wall_s + (time.monotonic() - self._last_tick))
+
+    def write_best(self, source: str) -> None:
+        """A new best kernel: ``best.py`` in the run directory and the user's copy."""
+        write_kernel(self.run_dir / "best.py", source)
+        if self.kernel_out is not None:
+            write_kernel(self.kernel_out, source)
 
     def reset_clock(self) -> None:
         self._last_tick = time.monotonic()

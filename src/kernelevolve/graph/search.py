@@ -270,12 +270,14 @@ StopReason = Literal["goal", "rounds", "wall", "tokens", "stalled", "verified", 
 
 
 def stop_reason(tree: SearchTree, round_: int, cfg: SearchConfig, goal: float, wall_s: float,
-                tokens: int) -> str | None:
-    """Why the run stops before the next round, or None to go on."""
+                tokens: int, *, interactive: bool = False) -> str | None:
+    """Why the run stops before the next round, or None to go on. An ``interactive`` run on a
+    target that is not timed goes on after its first verified kernel: there the user ends it
+    (or the budget does), so it pauses after every round like on any other target."""
     best = tree.best
     if best is not None and tree.timed and (best.speedup or 0.0) >= goal:
         return f"goal reached: {best.speedup:.2f}x >= {goal:g}x ({best.id})"
-    if best is not None and not tree.timed:
+    if best is not None and not tree.timed and not interactive:
         return f"verified kernel found ({best.id}); the target is not timed, so there is no " \
                "speedup to search for"
     if best is not None and cfg.nothing_to_gain and (best.eager_roofline or 0.0) >= (

@@ -3,7 +3,9 @@
 
 A run directory holds ``run.json`` (what was asked, with the settings), ``checkpoints.sqlite``
 (LangGraph's checkpointer: the whole state after every step), ``candidates/<node>.py``,
-``best.py`` (the best verified kernel so far) and, once the run ends, ``result.json``.
+``best.py`` (the best verified kernel so far) and, once the run ends, ``result.json``; its format
+and the readers that need no Session are in ``graph/rundir.py``. A run that ends before its first
+checkpoint leaves no directory behind.
 """
 
 from __future__ import annotations
@@ -11,18 +13,17 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StateSnapshot
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from kernelevolve import __version__
 from kernelevolve.config import (
     EvalConfig,
     KBConfig,
@@ -30,11 +31,21 @@ from kernelevolve.config import (
     ProfileConfig,
     SearchConfig,
     Settings,
+    describe_errors,
     load_settings,
 )
 from kernelevolve.errors import ConfigError, KernelEvolveError, RunError
-from kernelevolve.graph import search, state
+from kernelevolve.graph import search
 from kernelevolve.graph.build import build_graph, recursion_limit
+from kernelevolve.graph.rundir import (
+    FINAL,
+    RunSpec,
+    StoredRun,
+    TuneResult,
+    checkpoint_serde,
+    find_run,
+    read_run,
+)
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.state import Draft, Event, RunState, Task, Usage
 from kernelevolve.kb import Hit, Improvement, KnowledgeSource, Situation, SkillWrite
@@ -43,135 +54,17 @@ from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target, tune_target
 from kernelevolve.tools.harness.pool import make_pool
-from kernelevolve.tools.harness.result import EvalResult, reference_advice
+from kernelevolve.tools.harness.result import EvalResult
 
-# Types the checkpointer may rebuild from the database (nothing else is unpickled).
-_STATE_TYPES = (
-    state.Task, state.Knowledge, state.ErrorInfo, state.Step, state.Expansion, state.Usage,
-    state.Draft, state.Event, state.EventKind, state.PromptState, state.Slot, state.Outcome,
-    search.Node, search.SearchTree, search.DiagnosisInfo, search.Call, state.Direction,
-)
-
-
-class RunSpec(BaseModel):
-    """``run.json``: what the user asked for, enough to rebuild the run in another process."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str
-    problem_path: str
-    problem_digest: str
-    target: str
-    synthesizer: str
-    synthesizer_reason: str = Field("", description="why this synthesizer (the run says so)")
-    interactive: bool = False
-    settings: dict[str, Any]
-    created: str
-    version: str = __version__
-
-
-class TuneResult(BaseModel):
-    """What a run produced: the best verified kernel with its evidence, and what it cost."""
-
-    run_id: str
-    run_dir: str
-    problem: str
-    target: str
-    synthesizer: str
-    finished: bool = Field(description="the run ended (False: paused or interrupted)")
-    stop_reason: str | None = None
-    best_node: str | None = None
-    best_speedup: float | None = None
-    best_latency_ms: float | None = None
-    simulated: bool = False
-    kernel_path: str | None = Field(None, description="the best kernel's file (best.py)")
-    best_result: EvalResult | None = None
-    rounds: int = 0
-    candidates: int = 0
-    verified: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    paused: dict[str, Any] | None = Field(None, description="interactive: the pause's summary")
-
-    @property
-    def ok(self) -> bool:
-        return self.best_node is not None
-
-    @property
-    def advice(self) -> str | None:
-        """Which program to use where the best kernel loses to a reference (see
-        ``reference_advice``)."""
-        timing = self.best_result.timing if self.best_result else None
-        if self.best_node is None or timing is None or self.simulated:
-            return None
-        return reference_advice(self.best_node, timing.speedup_vs_eager,
-                                timing.speedup_vs_compiled)
-
+__all__ = ["FINAL", "LazyKnowledgeBase", "RunSpec", "Session", "StoredRun", "TuneResult",
+           "checkpoint_serde", "constraints_for", "find_run", "known_seeds", "read_run",
+           "resume", "search_eval_config", "tune"]
 
 log = logging.getLogger(__name__)
-FINAL = "final.json"  # the best kernel re-timed beside fresh references at the run's end
-
-
-def checkpoint_serde() -> JsonPlusSerializer:
-    """The checkpointer's serializer: rebuilds only the run state's own types."""
-    return JsonPlusSerializer(allowed_msgpack_modules=list(_STATE_TYPES))
-
-
-class StoredRun(BaseModel):
-    """A run directory as it stands on disk, read without a Session (no synthesizer, no
-    workers): ``run.json``, the last checkpointed state (None before the first step), and
-    whether it is paused at an interactive interrupt."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    run_dir: Path
-    spec: RunSpec
-    values: dict[str, Any] | None = None
-    paused: bool = False
-
-
-def read_run(run: str | Path, settings: Settings | None = None) -> StoredRun:
-    """Read a run (a run directory, or a run id under the configured runs directory)."""
-    path = find_run(run, settings)
-    try:
-        spec = RunSpec.model_validate_json((path / "run.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise RunError(f"{path / 'run.json'} is missing or damaged: {exc}") from exc
-    db = path / "checkpoints.sqlite"
-    if not db.is_file():
-        return StoredRun(run_dir=path, spec=spec)
-    conn = sqlite3.connect(db, check_same_thread=False)
-    try:
-        snap = SqliteSaver(conn, serde=checkpoint_serde()).get_tuple(
-            {"configurable": {"thread_id": spec.run_id, "checkpoint_ns": ""}})
-    except (sqlite3.DatabaseError, ValueError) as exc:
-        raise RunError(f"the checkpoints of run {spec.run_id} ({db}) cannot be read: {exc}; "
-                       "the run directory is damaged") from exc
-    finally:
-        conn.close()
-    if snap is None:
-        return StoredRun(run_dir=path, spec=spec)
-    values = dict(snap.checkpoint.get("channel_values", {}))
-    if "tree" not in values or "task" not in values:
-        return StoredRun(run_dir=path, spec=spec)
-    # LangGraph records a pending interrupt as a write to the "__interrupt__" channel.
-    paused = any(w[1] == "__interrupt__" for w in (snap.pending_writes or []))
-    return StoredRun(run_dir=path, spec=spec, values=values, paused=paused)
 
 
 def _new_run_id(problem: Problem) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{problem.name}-{secrets.token_hex(2)}"
-
-
-def find_run(run: str | Path, settings: Settings | None = None) -> Path:
-    """A run directory from a path or a run id under the configured runs directory."""
-    path = Path(run)
-    if (path / "run.json").is_file():
-        return path
-    runs = (settings or load_settings()).runs.resolved_dir()
-    if (runs / str(run) / "run.json").is_file():
-        return runs / str(run)
-    raise RunError(f"no run '{run}': neither a run directory nor a run id under {runs} "
-                   "(list them with `kernelevolve runs`, or pass the run directory)")
 
 
 class Session:
@@ -194,7 +87,8 @@ class Session:
         self._conn = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
         self.deps = Deps(settings=settings, problem=problem, target=target, pool=self.pool,
                          synthesizer=synthesizer, kb=kb, run_dir=run_dir,
-                         interactive=spec.interactive, on_event=on_event)
+                         interactive=spec.interactive, on_event=on_event,
+                         kernel_out=Path(spec.kernel_out) if spec.kernel_out else None)
         self.graph = build_graph(self.deps, SqliteSaver(self._conn, serde=checkpoint_serde()))
         self.config: Any = {"configurable": {"thread_id": spec.run_id},
                             "recursion_limit": recursion_limit(self.deps)}
@@ -210,9 +104,14 @@ class Session:
                settings: Settings | None = None, interactive: bool = False,
                run_dir: str | Path | None = None, kb: KnowledgeSource | None = None,
                synthesizer: Synthesizer | None = None, seeds: list[Draft] | None = None,
+               kernel_out: str | Path | None = None,
                on_event: Callable[[Event], None] | None = None) -> Session:
         """Start a new run (``synthesizer`` and ``kb`` replace the configured ones; ``seeds``
-        are kernels to verify first, e.g. the best known ones of earlier runs)."""
+        are kernels to verify first, e.g. the best known ones of earlier runs; ``kernel_out``
+        a file kept equal to the best kernel, see ``keep_best_at``).
+
+        The run directory is made only once the synthesizer, the target and the problem are
+        known to work, and removed again if the run ends before its first checkpoint."""
         settings = settings or load_settings()
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
         prob = prob.allowing(settings.eval.allowed_ops)  # the synthesizer sees them too
@@ -221,37 +120,54 @@ class Session:
         path = Path(run_dir) if run_dir else settings.runs.resolved_dir() / run_id
         if path.exists() and any(path.iterdir()):
             raise RunError(f"run directory {path} is not empty; pick another --run-dir")
-        path.mkdir(parents=True, exist_ok=True)
+        out = _checked_out(kernel_out) if kernel_out is not None else None
         reason = "given by the caller"
+        chosen = synthesizer is None
         if synthesizer is None:
             synthesizer, reason = choose_synthesizer(settings, prob, tgt.name)
-        spec = RunSpec(run_id=run_id, problem_path=str(prob.path.resolve()),
-                       problem_digest=prob.digest, target=tgt.name,
-                       synthesizer=synthesizer.name, synthesizer_reason=reason,
-                       interactive=interactive,
-                       settings=_public_settings(settings),
-                       created=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
-        (path / "run.json").write_text(spec.model_dump_json(indent=1))
-        (path / "reference.py").write_text(prob.source)
-        session = cls(path, spec, settings, prob, tgt, kb=kb, synthesizer=synthesizer,
-                      on_event=on_event)
-        if seeds is None:
-            seeds = known_seeds(settings, prob, tgt)
-        session._seeds = [d.model_copy(update={"origin": "seed"}) for d in seeds]
-        session._start_state = session._initial_state()
+        existed = path.exists()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            spec = RunSpec(run_id=run_id, problem_path=str(prob.path.resolve()),
+                           problem_digest=prob.digest, target=tgt.name,
+                           synthesizer=synthesizer.name, synthesizer_reason=reason,
+                           interactive=interactive, kernel_out=str(out) if out else None,
+                           settings=_public_settings(settings),
+                           created=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+            (path / "run.json").write_text(spec.model_dump_json(indent=1))
+            (path / "reference.py").write_text(prob.source)
+            session = cls(path, spec, settings, prob, tgt, kb=kb, synthesizer=synthesizer,
+                          on_event=on_event)
+        except BaseException:
+            _remove_run_dir(path, existed)
+            if chosen:
+                _close_synthesizer(synthesizer)
+            raise
+        session._made_dir, session._dir_existed = True, existed
+        try:
+            if seeds is None:
+                seeds = known_seeds(settings, prob, tgt)
+            session._seeds = [d.model_copy(update={"origin": "seed"}) for d in seeds]
+            session._start_state = session._initial_state()
+        except BaseException:
+            session.close()
+            raise
         return session
 
     @classmethod
     def open(cls, run: str | Path, *, settings: Settings | None = None,
              kb: KnowledgeSource | None = None, synthesizer: Synthesizer | None = None,
+             kernel_out: str | Path | None = None,
              on_event: Callable[[Event], None] | None = None) -> Session:
-        """Reopen a run (to resume it, answer its pause, or read it)."""
+        """Reopen a run (to resume it, answer its pause, or read it). ``kernel_out``: keep the
+        best kernel there from now on (``keep_best_at``); unset: where the run kept it."""
         path = find_run(run, settings)
         try:
             spec = RunSpec.model_validate_json((path / "run.json").read_text())
         except ValueError as exc:
             raise RunError(f"{path / 'run.json'} is damaged: {exc}") from exc
-        run_settings = settings or load_settings(**_secrets_back(spec.settings))
+        run_settings = settings or load_settings(origin=f"in {path / 'run.json'}",
+                                                 **_secrets_back(spec.settings))
         ref = path / "reference.py"
         prob = load_problem(ref if ref.is_file() else spec.problem_path)
         if prob.digest != spec.problem_digest:
@@ -259,8 +175,27 @@ class Session:
                            f"({ref}); start a new run instead")
         prob.name = Path(spec.problem_path).stem
         prob = prob.allowing(run_settings.eval.allowed_ops)
-        return cls(path, spec, run_settings, prob, get_target(spec.target), kb=kb,
-                   synthesizer=synthesizer, on_event=on_event)
+        session = cls(path, spec, run_settings, prob, get_target(spec.target), kb=kb,
+                      synthesizer=synthesizer, on_event=on_event)
+        if kernel_out is not None:
+            try:
+                session.keep_best_at(kernel_out)
+            except BaseException:
+                session.close()
+                raise
+        return session
+
+    def keep_best_at(self, path: str | Path) -> Path:
+        """Keep ``path`` equal to the run's best kernel: written now (if there is one) and
+        whenever the best changes, also by a later resume (run.json records it)."""
+        out = _checked_out(path)
+        if self.spec.kernel_out != str(out):
+            self.spec = self.spec.model_copy(update={"kernel_out": str(out)})
+            (self.run_dir / "run.json").write_text(self.spec.model_dump_json(indent=1))
+        self.deps.kernel_out = out
+        if self.has_checkpoint():
+            self._publish_best()
+        return out
 
     def _initial_state(self) -> RunState:
         tree = search.SearchTree.new(timed=self.target.timed)
@@ -293,9 +228,11 @@ class Session:
         elif _steps_left(snap):
             payload = None  # resume after a crash: re-run the step that was cut off
         else:
+            self._publish_best()
             return self.result()
         self.deps.reset_clock()
         self.graph.invoke(payload, self.config)
+        self._publish_best()
         result = self.result()
         if result.finished:
             self.final_timing(result)
@@ -309,6 +246,20 @@ class Session:
         with open_store(self.settings.store) as store:
             sync_from_state(store, self.spec, self.values(), self.run_dir)
         return result
+
+    def has_checkpoint(self) -> bool:
+        """Whether the run saved a step yet (without one there is nothing to resume)."""
+        return bool(self.graph.get_state(self.config).values)
+
+    def _publish_best(self) -> None:
+        """``best.py`` and ``kernel_out`` as the checkpointed best kernel: a node writes them
+        when it finds a better one, but a step cut off before its checkpoint runs again on
+        resume and may end otherwise; nothing here is left stale."""
+        if not self.has_checkpoint():
+            return
+        best = self.values()["tree"].best
+        if best is not None and best.source is not None:
+            self.deps.write_best(best.source)
 
     def values(self) -> RunState:
         snap = self.graph.get_state(self.config)
@@ -340,6 +291,7 @@ class Session:
                              else best.latency_ms if best else None),
             simulated=bool(best_result and best_result.timing and best_result.timing.simulated),
             kernel_path=str(self.run_dir / "best.py") if best else None,
+            kernel_out=self.spec.kernel_out,
             best_result=best_result, rounds=values.get("round", 0),
             candidates=len(tree.nodes) - 1, verified=len(tree.verified()),
             usage=values.get("usage", Usage()), paused=paused)
@@ -377,21 +329,63 @@ class Session:
         final = EvalResult.model_validate(data["result"])
         return final if final.ok and final.timing is not None else None
 
+    _made_dir = False  # this session made the run directory (Session.create)
+    _dir_existed = False
+    _closed = False
+
     def close(self) -> None:
-        """Stop the workers (and a local model server the synthesizer started)."""
+        """Stop the workers (and a local model server the synthesizer started). A run this
+        session started that never reached its first checkpoint cannot be resumed: its
+        directory goes."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.pool.close()
-            closer = getattr(self.deps.synthesizer, "close", None)
-            if callable(closer):
-                closer()
+            _close_synthesizer(self.deps.synthesizer)
         finally:
-            self._conn.close()
+            try:
+                empty = self._made_dir and not self.has_checkpoint()
+            finally:
+                self._conn.close()
+            if empty:
+                _remove_run_dir(self.run_dir, self._dir_existed)
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _close_synthesizer(synthesizer: Synthesizer) -> None:
+    closer = getattr(synthesizer, "close", None)
+    if callable(closer):
+        closer()
+
+
+def _remove_run_dir(path: Path, existed: bool) -> None:
+    """Remove what a run that never started wrote: the directory itself, or its contents where
+    the directory was there before (an empty --run-dir the user made)."""
+    if not existed:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in path.iterdir():
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _checked_out(path: str | Path) -> Path:
+    """The kernel file a run keeps (``--out``), absolute; its directory must exist."""
+    out = Path(path).expanduser().resolve()
+    if out.is_dir():
+        raise ConfigError(f"--out {path} is a directory; name the kernel file, e.g. "
+                          f"{Path(path) / 'kernel_tuned.py'}")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--out {path}: the directory {out.parent} does not exist")
+    return out
 
 
 def _steps_left(snap: StateSnapshot) -> bool:
@@ -507,7 +501,8 @@ def tune(problem: str | Path | Problem, *, target: str | None = None, goal: floa
                     {**settings.search.model_dump(), **search_over}),
                 "llm": LLMConfig.model_validate({**settings.llm.model_dump(), **llm_over})})
         except ValidationError as exc:
-            raise ConfigError(f"invalid tune arguments: {exc}") from exc
+            lines = describe_errors(exc, lambda key: (str(key[-1]) if key else "", ""))
+            raise ConfigError("invalid tune arguments: " + "; ".join(lines)) from exc
     with Session.create(problem, target=target, settings=settings, run_dir=run_dir, kb=kb,
                         synthesizer=synthesizer, on_event=on_event) as session:
         return session.run()

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Column, Table
 
-from kernelevolve.config import KBConfig, Settings, load_settings
-from kernelevolve.kb.models import ADDABLE_TIERS, TIERS, parse_target, parse_tier
+from kernelevolve.console import table_or_records
+from kernelevolve.kb.tiers import ADDABLE_TIERS, TIERS
 
 if TYPE_CHECKING:
+    from kernelevolve.config import KBConfig
     from kernelevolve.kb.store import KnowledgeBase
 
 app = typer.Typer(
@@ -36,6 +37,8 @@ PathOption = Annotated[
 
 
 def _config(ctx: typer.Context, path: Path | None) -> KBConfig:
+    from kernelevolve.config import Settings, load_settings
+
     settings = ctx.obj if isinstance(ctx.obj, Settings) else load_settings()
     return settings.kb.model_copy(update={"path": path}) if path else settings.kb
 
@@ -82,6 +85,8 @@ def add(
     path: PathOption = None,
 ) -> None:
     """Add a document (or replace it, if this file was added before)."""
+    from kernelevolve.kb.models import parse_target, parse_tier
+
     # Validate the cheap arguments before opening (and possibly indexing) the store.
     if tier is not None:
         parse_tier(tier, allowed=ADDABLE_TIERS)
@@ -91,7 +96,7 @@ def add(
     info = kb.add_document(file, tier=tier, target=target, topics=topic or None, title=title)
     Console().print(
         f"added [bold]{info.doc_id}[/bold] ({info.tier}, target {info.target}, "
-        f"{info.n_chunks} chunks) to {kb.path}"
+        f"{info.n_chunks} chunks) to {kb.path}", highlight=False, soft_wrap=True
     )
 
 
@@ -108,6 +113,8 @@ def search(
     path: PathOption = None,
 ) -> None:
     """Search the knowledge base."""
+    from kernelevolve.kb.models import parse_target, parse_tier
+
     if tier is not None:
         parse_tier(tier)
     if target is not None:
@@ -117,13 +124,14 @@ def search(
     if not hits:
         console.print("no results")
         return
-    table = Table("distance", Column("document", no_wrap=True), "tier", "target", "passage")
+    rows = []
     for h in hits:
         body = h.text if full else " ".join(h.text.split()[:40]) + " ..."
-        table.add_row(
-            f"{h.distance:.3f}", f"{h.doc_id}\n[dim]{h.section}[/dim]", h.tier, h.target, body
-        )
-    console.print(table)
+        rows.append([escape(h.doc_id), escape(h.section), f"{h.distance:.3f}", h.tier,
+                     escape(h.target), escape(" ".join(body.split()))])
+    # Ids are copied into `kb rm`: records where the table would fold or cut them.
+    table_or_records(console, ("document", "section", "distance", "tier", "target", "passage"),
+                     rows, wrap={5: 60})
 
 
 @app.command("list")
@@ -134,26 +142,20 @@ def list_documents(
     path: PathOption = None,
 ) -> None:
     """List documents (building the store on first use)."""
+    from kernelevolve.kb.models import parse_target, parse_tier
+
     if tier is not None:
         parse_tier(tier)
     if target is not None:
         parse_target(target)
     kb = _open(ctx, path)
     infos = kb.list(tier=tier, target=target)
-    # Ids are copied into `kb rm`: never break them.
-    table = Table(
-        Column("id", no_wrap=True),
-        "tier",
-        "target",
-        "origin",
-        "chunks",
-        "title",
-        title=str(kb.path),
-    )
-    for i in infos:
-        table.add_row(i.doc_id, i.tier, i.target, i.origin, str(i.n_chunks), i.title)
+    rows = [[escape(i.doc_id), i.tier, escape(i.target), i.origin, str(i.n_chunks),
+             escape(i.title)] for i in infos]
     console = Console()
-    console.print(table)
+    # Ids are copied into `kb rm`: records where the table would fold or cut them.
+    table_or_records(console, ("id", "tier", "target", "origin", "chunks", "title"), rows,
+                     wrap={5: 50}, title=escape(str(kb.path)))
     console.print(f"{len(infos)} documents")
 
 
@@ -165,4 +167,5 @@ def remove(
 ) -> None:
     """Remove a document you added, or a skill."""
     info = _open(ctx, path).remove(doc_id)
-    Console().print(f"removed [bold]{info.doc_id}[/bold] ({info.n_chunks} chunks)")
+    Console().print(f"removed [bold]{info.doc_id}[/bold] ({info.n_chunks} chunks)",
+                    highlight=False, soft_wrap=True)

@@ -11,11 +11,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kernelevolve.errors import KnowledgeBaseError
-
-Tier = Literal["constraints", "guides", "hardware", "skills"]
-TIERS: tuple[Tier, ...] = get_args(Tier)
-# Tiers a user may add documents to; skills are written by distillation only.
-ADDABLE_TIERS: tuple[Tier, ...] = ("constraints", "guides", "hardware")
+from kernelevolve.kb.tiers import TIERS, Tier
 
 Diagnosis = Literal["memory-bound", "compute-bound", "occupancy-bound", "launch-bound"]
 DIAGNOSES: tuple[Diagnosis, ...] = get_args(Diagnosis)

@@ -42,7 +42,6 @@ from kernelevolve.kb.layout import (
     write_manifest,
 )
 from kernelevolve.kb.models import (
-    ADDABLE_TIERS,
     DocumentInfo,
     Hit,
     Improvement,
@@ -53,6 +52,7 @@ from kernelevolve.kb.models import (
     parse_target,
     parse_tier,
 )
+from kernelevolve.kb.tiers import ADDABLE_TIERS
 
 COLLECTION = "kernelevolve-kb"
 _BATCH = 64

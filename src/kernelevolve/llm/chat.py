@@ -177,6 +177,7 @@ class LLMSynthesizer:
     """Writes and repairs candidates with a chat model (the Synthesizer protocol)."""
 
     reads_knowledge = True
+    reads_guidance = True
 
     def __init__(self, chat: BaseChatModel, model: str, *, endpoint: str = "",
                  provider: str = "openai", retries: int = 0) -> None:

@@ -26,6 +26,7 @@ class OfflineSynthesizer:
 
     name = "offline"
     reads_knowledge = False  # templates and parameters; retrieved text would go unread
+    reads_guidance = False  # likewise a user's guidance
 
     def __init__(self, problem: Problem, seed: int = 0, opt_in: bool = False,
                  tf32: bool = False) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -20,9 +21,11 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
 
-from kernelevolve.config import LLMConfig, load_settings
+from kernelevolve.console import table_or_records
+
+if TYPE_CHECKING:
+    from kernelevolve.config import LLMConfig
 
 app = typer.Typer(name="llm", no_args_is_help=True,
                   help="The local LLM: Qwen2.5-Coder on the CPU, no key and no GPU needed.")
@@ -37,6 +40,8 @@ ConfigOption = Annotated[
 
 
 def _cfg(config: Path | None) -> LLMConfig:
+    from kernelevolve.config import load_settings
+
     return load_settings(config).llm
 
 
@@ -68,7 +73,8 @@ def install_local(model: ModelOption = None,
     ensure_server_package()
     console = Console()
     if is_installed(spec, where) and not force:
-        console.print(f"{spec.name} is installed: {where / (spec.name + '.gguf')}")
+        console.print(f"{spec.name} is installed: {where / (spec.name + '.gguf')}",
+                      highlight=False, soft_wrap=True)
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), TimeRemainingColumn(),
@@ -82,7 +88,8 @@ def install_local(model: ModelOption = None,
             bar.update(tasks[stage], completed=done)
 
         path = install(spec, where, progress=progress, force=force)
-    console.print(f"{spec.name} installed and verified (sha256 {spec.sha256[:16]}...): {path}")
+    console.print(f"{spec.name} installed and verified (sha256 {spec.sha256[:16]}...): {path}",
+                  highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -109,10 +116,10 @@ def serve(model: ModelOption = None,
     # traceback and status 130 when it came before the wait loop.
     try:
         with server:
-            console.print(server.base_url, highlight=False)
+            console.print(server.base_url, highlight=False, soft_wrap=True)
             err_console.print(f"[dim]model {spec.name}; e.g. KERNELEVOLVE_LLM__MODEL="
                               f"{spec.name} KERNELEVOLVE_LLM__BASE_URL={server.base_url}. "
-                              f"Ctrl-C stops it.[/dim]", highlight=False)
+                              f"Ctrl-C stops it.[/dim]", highlight=False, soft_wrap=True)
             while server.running:
                 time.sleep(0.5)
     except KeyboardInterrupt:
@@ -131,15 +138,17 @@ def status(verify: Annotated[bool, typer.Option(help="recompute each file's sha2
     cfg = _cfg(config)
     where = cfg.resolved_local_dir()
     console = Console()
-    table = Table("model", "installed", "file", "size", "packages")
+    rows = []
     for spec in MODELS.values():
         path = model_file(spec, where)
         state = "yes" if is_installed(spec, where) else "no"
         if state == "yes" and verify:
             state = "verified" if file_sha256(path) == spec.sha256 else "SHA256 MISMATCH"
-        table.add_row(spec.key, state, str(path), f"{spec.size / 2**20:.0f} MiB",
-                      f"{spec.packages[0]}..{len(spec.packages)} =={spec.version}")
-    console.print(table)
+        rows.append([spec.key, state, escape(str(path)), f"{spec.size / 2**20:.0f} MiB",
+                     escape(f"{spec.packages[0]}..{len(spec.packages)} =={spec.version}")])
+    # the file's path is copied: records where the table would fold or cut it
+    table_or_records(console, ("model", "installed", "file", "size", "packages"), rows,
+                     whole=(0, 2))
     try:
         import importlib.metadata
 

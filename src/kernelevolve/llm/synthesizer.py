@@ -13,6 +13,7 @@ class Synthesizer(Protocol):
 
     name: str  # says in the run which synthesizer wrote the kernels, e.g. "offline"
     reads_knowledge: bool  # False: the Librarian need not retrieve for it
+    reads_guidance: bool  # False: a user's words at a pause (chat) cannot reach its kernels
 
     def write(self, ps: PromptState) -> Draft:
         """A new candidate for the round described by ``ps`` (operator, parent, knowledge...)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kernelevolve.config import Settings
 from kernelevolve.errors import RunError
-from kernelevolve.graph.session import RunSpec, read_run
+from kernelevolve.graph.rundir import RunSpec, read_run
 from kernelevolve.graph.state import RunState
 
 

@@ -14,7 +14,7 @@ from kernelevolve.store.models import CandidateRecord, EventRecord, RunRecord
 from kernelevolve.store.sqlite import RunStore
 
 if TYPE_CHECKING:
-    from kernelevolve.graph.session import RunSpec
+    from kernelevolve.graph.rundir import RunSpec
     from kernelevolve.graph.state import RunState
 
 
@@ -69,7 +69,7 @@ def sync_from_state(store: RunStore, run_spec: RunSpec, state: RunState,
 def read_run_dir(run_dir: str | Path) -> tuple[RunSpec, RunState | None]:
     """A run directory's ``run.json`` and its last checkpointed state (None before the first
     step), read without opening a Session (no synthesizer, no workers)."""
-    from kernelevolve.graph.session import read_run
+    from kernelevolve.graph.rundir import read_run
 
     stored = read_run(Path(run_dir))
     return stored.spec, stored.values  # type: ignore[return-value]
