@@ -174,6 +174,8 @@ GADGETS = [
     ("xs = [torch for torch in [0]]\n", "module-value", "torch is imported and bound again"),
     ("import math as T\nimport operator as T\n", "module-value", "T is imported and bound"),
     ("def f(tl):\n    return tl.package\n", "module-value", "tl is imported and bound"),
+    ("class C:\n    m = torch\n", "module-value", "the module torch"),
+    ("class C:\n    import torch\n", "module-value", "an import in a class body"),
     # Python's runtime objects: a candidate's own name does not make a frame's its own
     ("class G:\n    def __init__(self):\n        self.gi_frame = self.f_back = None\n"
      "def gen():\n    yield 1\nf = gen().gi_frame.f_back\n", "value-attribute", ".gi_frame"),

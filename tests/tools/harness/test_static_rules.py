@@ -250,6 +250,10 @@ def _honest_sources() -> list[tuple[str, str]]:
               data / "profiles" / "kernels" / "copy_scoped_candidate.py",  # Proton scopes
               ROOT / "tests" / "tools" / "harness" / "data" / "size_global_candidate.py"]
     out = [(f"{p.parent.name}/{p.name}", p.read_text()) for p in paths]
+    # the CUDA C++ candidate the GPU tests verify (read, not imported: it is a GPU test module)
+    gpu = ast.parse((ROOT / "tests" / "gpu" / "test_cuda_harness.py").read_text())
+    out += [("gpu/CUDA_RELU", ast.literal_eval(node.value)) for node in gpu.body
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "CUDA_RELU"]
     replies = ROOT / "tests" / "llm" / "replies"
     out += [(f"replies/{p.name}", _reply_code(p))
             for p in sorted(replies.glob("*.md")) if p.stem.startswith(("good", "think_good",
@@ -271,3 +275,4 @@ def test_every_honest_candidate_passes_the_static_check(label, source):
 def test_the_honest_candidates_were_found():
     labels = [label for label, _ in _honest_sources()]
     assert len(labels) >= 40 and len({label.split("/")[0] for label in labels}) >= 7
+    assert "gpu/CUDA_RELU" in labels

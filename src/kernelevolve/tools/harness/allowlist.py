@@ -5,9 +5,9 @@ refused it; a rule names what to do instead.
 
 - **Imports** (``ALLOWED_IMPORTS``): torch, torch.nn, torch.nn.functional, triton,
   triton.language (and its math and libdevice), triton.tools.tensor_descriptor, Proton's
-  triton.profiler.language (scopes), math, typing,
-  functools, dataclasses, itertools, collections (and collections.abc), enum, operator,
-  __future__; torch.utils.cpp_extension only where CUDA C++ is enabled.
+  triton.profiler.language (scopes), math, typing, functools, dataclasses, itertools,
+  collections (and collections.abc), enum, operator, __future__; torch.utils.cpp_extension only
+  where CUDA C++ is enabled. A module is used by name, never as a value.
 - **Names by module** (``MODULE_NAMES``): every attribute path reached from an import (through
   aliases) must be listed under its module. From torch: allocation, views and data movement
   (the runtime guard's ALLOWED_ATEN_OPS, guard.py), dtypes and metadata queries, nn.Module
@@ -22,14 +22,15 @@ refused it; a rule names what to do instead.
   or describe (``x.view``, ``x.stride()``, ``x.data_ptr()``), be a Python container's (``append``)
   or a layer's parameter or setting (``.weight``, ``.padding``), or be the candidate's own (an
   attribute it assigns, a method it defines) and not also a computing tensor method. On ``self``
-  the candidate's own names are always its own.
+  the candidate's own names are always its own; on a layer, a torch class or one of Python's
+  runtime objects (``RUNTIME_NAMES``: a generator's ``gi_frame``) they never are.
 - **Builtins** (``ALLOWED_BUILTINS``) and **dunders** (``ALLOWED_DUNDERS``,
   ``DEFINABLE_DUNDERS``): short lists; no ``eval``, ``exec``, ``compile``, ``__import__``,
   ``globals``, ``locals``, ``vars``, ``setattr``, ``type``, ``open``.
 - **Kernel bodies**: ``tl.*`` (triton.language's ``__all__``), other ``@triton.jit`` functions,
   the builtins Triton compiles; values there have Triton's tensor, dtype and pointer API.
 
-Three sets are read from the installed torch and triton rather than written out, because they
+Four sets are read from the installed torch and triton rather than written out, because they
 are those libraries' own surfaces and change with their versions: torch.Tensor's attribute names
 (a candidate's own name that is also one of them is not its own on a value that may be a
 tensor), nn.Module's (a module may not redefine them), torch.nn's layer classes, and
@@ -86,7 +87,7 @@ MODULE_NAMES: dict[str, frozenset[str]] = {
     "torch.nn.functional": frozenset(),  # only the library ops the user allows
     "torch.cuda": frozenset({
         "current_device", "device_count", "get_device_properties", "get_device_capability",
-        "get_device_name", "is_available", "mem_get_info", "current_stream"}),
+        "get_device_name", "is_available", "mem_get_info", "current_stream", "synchronize"}),
     "torch.version": frozenset({"cuda", "hip"}),
     "torch.utils": frozenset({"cpp_extension"}),  # with CUDA C++ only
     "torch.utils.cpp_extension": frozenset({"load_inline"}),  # with CUDA C++ only

@@ -360,11 +360,23 @@ class _Visitor(ast.NodeVisitor):
                                         f"import only {_IMPORTS_TEXT}")
         return False
 
+    def _in_class_body(self, node: ast.AST) -> bool:
+        if isinstance(self.b.parents.get(id(node)), ast.ClassDef):
+            self.refuse(node, "module-value", "an import in a class body makes the module a "
+                                              "class attribute, read as a value's; import at "
+                                              "the top of the module")
+            return True
+        return False
+
     def visit_Import(self, node: ast.Import) -> None:
+        if self._in_class_body(node):
+            return
         for alias in node.names:
             self._check_import(node, alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if self._in_class_body(node):
+            return
         if node.level:
             self.refuse(node, "import", "relative imports are not allowed: a candidate is "
                                         "self-contained")
@@ -567,8 +579,9 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(parent, ast.Assign | ast.AnnAssign) and parent.value is node and all(
                 isinstance(t, ast.Name) and self.resolve(t) == path
                 for t in (parent.targets if isinstance(parent, ast.Assign) else
-                          [parent.target])):
-            return  # an alias that every binding of the name agrees with
+                          [parent.target])) and not isinstance(
+                    self.b.parents.get(id(parent)), ast.ClassDef):
+            return  # an alias every binding of the name agrees with (not a class attribute)
         self.refuse(node, "module-value", f"the module {path} is used as a value (passed, "
                                           f"stored or chosen at runtime), where what is reached "
                                           f"from it cannot be checked; use it by name "
