@@ -231,3 +231,25 @@ def test_the_tf32_default_is_held_to_fp32_on_the_cpu_target(tmp_path, small_pool
     assert result.status == "mismatch", f"{result.status}: {result.message}"
     assert result.precision is not None and not result.precision.inexact_ops
     assert "TF32 exists on NVIDIA GPUs only" in result.precision.why
+
+
+def test_a_rounds_second_fresh_draft_hedges_with_fp32_level_products(tmp_path, make_ps):
+    """Where TF32 is allowed the first fresh draft takes one TF32 product; the second is the same
+    configuration at the plan's fp32-level default (the baseline's error is measured: cuDNN
+    computed KernelBench 76 exactly on an H100, and a round's drafts are all written before any
+    is judged); the third is a fresh random one. Without TF32 there is no hedge."""
+    from kernelevolve.llm.factory import OfflineSynthesizer
+
+    problem = _problem(tmp_path, "hedge32", _conv(32, "float32"))
+    exact = analyze(problem).default_params()
+    synth = OfflineSynthesizer(problem, tf32=True)
+    first, second = synth.write(make_ps("fresh")), synth.write(make_ps("fresh"))
+    assert first.params == {**exact, "TF32X3": ONE_TF32}
+    assert second.params == exact and "fp32-level" in second.intent
+    assert "TF32X3 = 1" in second.source and "TF32X3 = 4" in first.source
+    third = synth.write(make_ps("fresh"))
+    assert third.params not in (first.params, second.params)
+    assert "fresh configuration" in third.intent
+    plain = OfflineSynthesizer(problem)
+    assert plain.write(make_ps("fresh")).params == exact
+    assert "fresh configuration" in plain.write(make_ps("fresh")).intent

@@ -69,3 +69,30 @@ def test_a_waiting_timing_goes_before_later_correctness_checks(tmp_path):
     timing.join(timeout=10)
     checks.join(timeout=10)
     assert order == ["timing", "later checks"]
+
+
+def test_a_large_evaluation_holds_the_gpu_from_first_check_to_verdict(tmp_path, monkeypatch):
+    """whole_gpu (taken by check_fits where an evaluation needs more than WHOLE_GPU_SHARE of the
+    card): every other process waits, shared or exclusive, while this process's own gpu_lock
+    calls inside pass straight through instead of waiting on its own lock; afterwards the lock
+    is free and gpu_lock locks again."""
+    import torch
+
+    from kernelevolve.tools.harness import worker
+
+    def no_uuid(device):
+        raise RuntimeError("no CUDA here: the lock is named by the visible index")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", no_uuid)
+    monkeypatch.setenv("KERNELEVOLVE_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    path = tmp_path / "kernelevolve-gpu-0.lock"
+    cuda = torch.device("cuda")
+    with worker.whole_gpu(cuda):
+        assert not _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
+        with worker.gpu_lock(cuda, shared=True):  # its correctness checks
+            with worker.gpu_lock(cuda):  # its timing, nested as a profile's replay would be
+                assert not _try(path, fcntl.LOCK_SH)
+    assert _try(path, fcntl.LOCK_EX)
+    with worker.gpu_lock(cuda, shared=True):
+        assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)

@@ -137,6 +137,13 @@ REAL_SIZE_BUDGET = 2
 REAL_SIZE_PLANS = 1
 REAL_SIZE_MAX_S = 30.0
 PREVIOUS_KEPT_CUDA = 2
+# whole_gpu: an evaluation whose least hold (MIN_COPIES copies of its inputs) is above this
+# share of the GPU's memory holds the GPU exclusively from its first check to its verdict,
+# so two such evaluations never meet on one GPU (on an H100 80GB, bench shards ran KernelBench
+# 63 and 87 out of memory beside one another; each fits alone). Measured peaks were 4-21x
+# the footprint, so 0.25 keeps an evaluation past about a third of the card to itself.
+WHOLE_GPU_SHARE = 0.25
+_whole_gpu_held = False  # this process holds the GPU for a whole evaluation (whole_gpu)
 
 
 @contextlib.contextmanager
@@ -149,7 +156,7 @@ def gpu_lock(device: torch.device, shared: bool = False):
     convolution at 0.55x of eager beside another run's correctness checks and 1.13x alone.)
     An advisory lock on a file named by the device's UUID (or its visible index); a process
     holding it shared must release it before asking for it exclusive."""
-    if device.type != "cuda":
+    if device.type != "cuda" or _whole_gpu_held:
         yield
         return
     try:
@@ -159,6 +166,20 @@ def gpu_lock(device: torch.device, shared: bool = False):
     with file_lock(Path(os.environ.get("KERNELEVOLVE_LOCK_DIR", "/tmp"))
                    / f"kernelevolve-gpu-{name}.lock", shared):
         yield
+
+
+@contextlib.contextmanager
+def whole_gpu(device: torch.device):
+    """``gpu_lock`` exclusive for a whole evaluation: this process's own gpu_lock calls inside
+    pass straight through (they would wait on its own lock), every other process's wait."""
+    global _whole_gpu_held
+    with gpu_lock(device):
+        release_cached_memory()
+        _whole_gpu_held = True
+        try:
+            yield
+        finally:
+            _whole_gpu_held = False
 
 
 @contextlib.contextmanager
@@ -281,6 +302,7 @@ class Evaluation:
         self.max_launches = 0
         self.nondeterministic = False
         self.flags: list[str] = []
+        self.held = contextlib.ExitStack()  # whole_gpu, where check_fits takes it
         self.first_call_s = 0.0
         self.compile_ref_s = 0.0
         self.stages: dict[str, float] = {}
@@ -1404,7 +1426,9 @@ class Evaluation:
 
     def check_fits(self, problem: Problem, sizes: dict[str, int]) -> None:
         """On a GPU, before any check: refuse a problem whose evaluation cannot fit the
-        device, with the figures (its inputs measured on the meta device, no memory taken)."""
+        device, with the figures (its inputs measured on the meta device, no memory taken);
+        hold the GPU for the whole evaluation (``whole_gpu``) where it takes more than
+        WHOLE_GPU_SHARE of it."""
         if self.device.type != "cuda":
             return
         try:
@@ -1424,6 +1448,12 @@ class Evaluation:
                 f"{MIN_COPIES * need / 2**30:.1f} GiB against the {total / 2**30:.1f} GiB of "
                 f"{torch.cuda.get_device_name(self.device)}. Shrink its sizes (the file's "
                 f"module-level sizes) or use a GPU with more memory")
+        if MIN_COPIES * need > WHOLE_GPU_SHARE * total:
+            self.held.enter_context(whole_gpu(self.device))
+            self.check("fits this GPU", True,
+                       f"its inputs take {need / 2**30:.1f} GiB, an evaluation at least "
+                       f"{MIN_COPIES}x that: it held the GPU alone, from its first check to "
+                       f"its verdict")
 
     def run(self) -> dict[str, Any]:
         t_start = time.perf_counter()
@@ -1536,6 +1566,7 @@ class Evaluation:
         finally:
             memory = self.memory_use()
             self.remote.close()
+            self.held.close()
         elapsed = time.perf_counter() - t0
         out.update({
             "target": self.state.target, "device": device_name(self.device, self.state.target),
