@@ -96,3 +96,28 @@ def test_a_large_evaluation_holds_the_gpu_from_first_check_to_verdict(tmp_path, 
     assert _try(path, fcntl.LOCK_EX)
     with worker.gpu_lock(cuda, shared=True):
         assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
+
+
+def test_the_footprint_is_measured_on_the_meta_device():
+    """check_fits's estimate (inputs, outputs, weights) comes from the reference built and run
+    on the meta device: the same bytes as the real tensors, no memory taken."""
+    from pathlib import Path
+
+    import torch
+
+    from kernelevolve.problem import call_factory, load_problem
+    from kernelevolve.tools.harness.timing import tensor_bytes
+    from kernelevolve.tools.harness.worker import meta_footprint
+
+    problem = load_problem(Path(__file__).parents[2] / "data" / "conv2d_small.py")
+    sizes = dict(problem.sizes)
+    module, model, _ = problem.instantiate(sizes)
+    inputs = call_factory(module, "get_inputs", problem.path)
+    with torch.no_grad():
+        out = model(*inputs)
+    real = tensor_bytes(inputs) + tensor_bytes([out]) + tensor_bytes(list(model.parameters()))
+    with torch.device("meta"):
+        meta_inputs = call_factory(module, "get_inputs", problem.path)
+    assert all(t.device.type == "meta" for t in meta_inputs)
+    assert meta_footprint(problem, sizes, meta_inputs) == real == (16 * 64 * 64 * 64 * 2
+                                                                   + 64 * 64 * 9 + 64) * 4

@@ -143,6 +143,9 @@ PREVIOUS_KEPT_CUDA = 2
 # 63 and 87 out of memory beside one another; each fits alone). Measured peaks were 4-21x
 # the footprint, so 0.25 keeps an evaluation past about a third of the card to itself.
 WHOLE_GPU_SHARE = 0.25
+# the judge's peak over the problem's footprint (inputs, outputs, weights) on that H100: 4.1-21x,
+# 8x typical for footprints over 1 GiB (the larger multiples are fixed costs over small ones)
+TYPICAL_PEAK = 8
 _whole_gpu_held = False  # this process holds the GPU for a whole evaluation (whole_gpu)
 
 
@@ -166,6 +169,23 @@ def gpu_lock(device: torch.device, shared: bool = False):
     with file_lock(Path(os.environ.get("KERNELEVOLVE_LOCK_DIR", "/tmp"))
                    / f"kernelevolve-gpu-{name}.lock", shared):
         yield
+
+
+def meta_footprint(problem: Problem, sizes: dict[str, int], inputs: list[Any]) -> int:
+    """Bytes of the problem's inputs (as made on the meta device), outputs and weights at
+    ``sizes``, the reference built and run on the meta device (no memory taken); the inputs
+    alone where the reference cannot run there."""
+    need = tensor_bytes(inputs)
+    try:
+        with torch.device("meta"):
+            _, model, _ = problem.instantiate(sizes)
+            with torch.no_grad():
+                out = model(*inputs)
+    except Exception:  # an op the meta device lacks, data-dependent shapes: inputs alone
+        return need
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    weights = [t for t in (*model.parameters(), *model.buffers())]
+    return need + tensor_bytes(outs) + tensor_bytes(weights)
 
 
 @contextlib.contextmanager
@@ -1448,11 +1468,13 @@ class Evaluation:
                 f"{MIN_COPIES * need / 2**30:.1f} GiB against the {total / 2**30:.1f} GiB of "
                 f"{torch.cuda.get_device_name(self.device)}. Shrink its sizes (the file's "
                 f"module-level sizes) or use a GPU with more memory")
-        if MIN_COPIES * need > WHOLE_GPU_SHARE * total:
+        footprint = meta_footprint(problem, sizes, values)
+        if max(MIN_COPIES * need, TYPICAL_PEAK * footprint) > WHOLE_GPU_SHARE * total:
             self.held.enter_context(whole_gpu(self.device))
             self.check("fits this GPU", True,
-                       f"its inputs take {need / 2**30:.1f} GiB, an evaluation at least "
-                       f"{MIN_COPIES}x that: it held the GPU alone, from its first check to "
+                       f"its inputs take {need / 2**30:.1f} GiB, with outputs and weights "
+                       f"{footprint / 2**30:.1f} GiB; an evaluation typically holds "
+                       f"{TYPICAL_PEAK}x that: it held the GPU alone, from its first check to "
                        f"its verdict")
 
     def run(self) -> dict[str, Any]:
