@@ -295,6 +295,14 @@ class Lowerer(BaseLowerer):
 def lower(traced: Traced, allowed_ops: list[str]) -> Lowered:
     """The DAG of the forward's single output, or Unsupported with the reason."""
     unknown = unknown_ops(traced)
+    random_ops = sorted({str(n.target.overloadpacket.__name__) for n in traced.graph.nodes
+                         if n.op == "call_function"
+                         and torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())})
+    if random_ops:
+        raise Unsupported(f"the forward draws random numbers ({', '.join(random_ops)}: dropout "
+                          f"with p > 0 in training mode, say), so its outputs differ on every "
+                          f"call and no kernel can be checked against them; set p=0.0 or call "
+                          f"model.eval() in the problem")
     if unknown:
         quoted = ", ".join(f"'{n}'" for n in unknown)
         raise Unsupported(f"fx trace found aten op{'s' if len(unknown) > 1 else ''} {quoted} "

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.func import functional_call
+from torch.func import functional_call, functionalize
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from kernelevolve.errors import ProblemError
@@ -126,12 +126,23 @@ def forward_arg_names(problem: Problem, n_inputs: int) -> list[str]:
     return generic
 
 
+def _is_probability(module: torch.nn.Module, name: str) -> bool:
+    """A dropout probability (``nn.Dropout``'s ``p``, an RNN's or attention's ``dropout``): it
+    decides which ops run, not a constant inside one, and a marker (above 1) is no probability."""
+    return ((isinstance(module, torch.nn.modules.dropout._DropoutNd) and name == "p")
+            or (isinstance(module, torch.nn.RNNBase | torch.nn.MultiheadAttention
+                           | torch.nn.Transformer | torch.nn.TransformerEncoderLayer
+                           | torch.nn.TransformerDecoderLayer) and name == "dropout"))
+
+
 def _float_attrs(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, str]]:
-    """(module, attribute, dotted path) of every plain float attribute of the model's modules."""
+    """(module, attribute, dotted path) of every plain float attribute of the model's modules,
+    dropout probabilities left out."""
     found = []
     for prefix, module in model.named_modules():
         for name, value in vars(module).items():
-            if type(value) is float and not name.startswith("_"):
+            if (type(value) is float and not name.startswith("_")
+                    and not _is_probability(module, name)):
                 found.append((module, name, f"{prefix}.{name}" if prefix else name))
     return found
 
@@ -160,7 +171,28 @@ def _make_graph(model: torch.nn.Module, inputs: list[torch.Tensor]) -> torch.fx.
         return functional_call(model, params, tuple(flat[len(names):]))
 
     with torch.no_grad():
-        return make_fx(forward)(*[state[n] for n in names], *inputs)
+        gm = make_fx(forward)(*[state[n] for n in names], *inputs)
+        if _mutates(gm):
+            # in-place ops (``relu_``, ``add_``, ``nn.ReLU(inplace=True)``) as their functional
+            # forms, so the templates see the ops they know; traced this way only where the
+            # plain trace mutates, so every other graph stays exactly as it was
+            gm = make_fx(functionalize(forward))(*[state[n] for n in names], *inputs)
+        return gm
+
+
+def _mutates(gm: torch.fx.GraphModule) -> bool:
+    """Whether the graph holds an in-place aten op on an intermediate (its schema writes an
+    argument that is no placeholder). Left out: writes into parameters and buffers (batch
+    norm's running statistics, which the norm templates read as they are) and random ops
+    (dropout's ``bernoulli_``)."""
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if (node.op == "call_function" and schema is not None and schema.is_mutable
+                and torch.Tag.nondeterministic_seeded not in getattr(node.target, "tags", ())
+                and node.args and isinstance(node.args[0], torch.fx.Node)
+                and node.args[0].op != "placeholder"):
+            return True
+    return False
 
 
 def _signature(gm: torch.fx.GraphModule) -> list[tuple[str, str, tuple[int, ...] | None]]:
@@ -201,6 +233,17 @@ def _check_inputs(inputs: list[Any]) -> None:
                               f"templates take tensors and float scalars only")
 
 
+def _check_layers(model: torch.nn.Module) -> None:
+    """Refuse, before tracing, layers that trace into an op per step: a recurrent layer unrolls
+    into sequence length x layers cells (an LSTM of KernelBench's sizes into ~10^5 ops, minutes
+    of tracing), and no template writes a recurrence."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.RNNBase | torch.nn.RNNCellBase):
+            raise Unsupported(f"{name or 'the model'} is a recurrent layer "
+                              f"({type(module).__name__}): no template writes a recurrence over "
+                              f"time steps; an LLM can (configure one with --llm)")
+
+
 def _marked_inputs(inputs: list[Any], args: list[str], first: int
                    ) -> tuple[list[Any], dict[float, str]]:
     """``inputs`` with each float replaced by a marker, and marker -> forward argument name."""
@@ -221,6 +264,7 @@ def trace(problem: Problem) -> Traced:
         try:
             model, inputs = _build(problem, meta)
             _check_inputs(inputs)
+            _check_layers(model)
             args = forward_arg_names(problem, len(inputs))
             gm = _make_graph(model, inputs)
             attrs = _float_attrs(model)
