@@ -606,9 +606,16 @@ def bench(
         help="directory for bench.json and bench.md (default: ./bench-<time>)")] = None,
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
     allow_op: AllowOpOption = None,
+    llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
+    llm_mode: Annotated[str | None, typer.Option("--llm-mode", help=LLM_MODE_HELP)] = None,
+    replies: Annotated[list[Path] | None, typer.Option(
+        "--replies", help="batch mode: the Batch API's output for the bench's requests file; "
+                          "continues the bench in --out (repeatable)")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Tune every problem in PROBLEMS_DIR; report correctness, fast_p and geomean speedups."""
+    """Tune every problem in PROBLEMS_DIR; report correctness, fast_p and geomean speedups.
+    In batch mode (--llm-mode batch) the runs' requests are gathered into one file per stop;
+    `bench PROBLEMS_DIR --out DIR --replies FILE` continues."""
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -618,7 +625,7 @@ def bench(
     from kernelevolve.graph.state import Event
 
     settings = load_settings(config)
-    _apply_run_flags(settings, llm=None, no_kb=no_kb, allow_op=allow_op)
+    _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op, llm_mode=llm_mode)
     out_dir = out if out is not None else Path(f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
@@ -639,11 +646,21 @@ def bench(
 
         report = run_bench(problems_dir, target=target, rounds=rounds, settings=settings,
                            out_dir=out_dir, on_problem=on_problem, on_outcome=on_outcome,
-                           on_event=on_event)
+                           on_event=on_event, replies=replies)
     console = Console()
     render_report(report, console)
     console.print(f"written {out_dir / 'bench.json'} and {out_dir / 'bench.md'}",
                   highlight=False, soft_wrap=True)
+    if report.requests_file:
+        waiting = [o for o in report.problems if o.awaiting]
+        err = Console(stderr=True)
+        err.print(f"[bold]waiting for replies[/bold]: {len(waiting)} run(s); their requests "
+                  f"are gathered in {escape(report.requests_file)}. Send it to any "
+                  f"OpenAI-compatible Batch API (or `kernelevolve batch answer`), then:",
+                  highlight=False, soft_wrap=True)
+        err.print(f"  kernelevolve bench {escape(str(problems_dir))} --out {escape(str(out_dir))}"
+                  f" --replies replies.jsonl", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_AWAITING_REPLIES)
 
 
 @app.command()

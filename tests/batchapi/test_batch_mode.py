@@ -193,3 +193,32 @@ def test_batch_mode_needs_a_model_to_name_in_its_requests(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"llm.mode = batch .* --llm MODEL"):
         Session.create(PROBLEM, target="cpu", settings=settings)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_bench_gathers_its_runs_requests_into_one_file_and_continues_with_the_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    problems, out = tmp_path / "problems", tmp_path / "bench"
+    problems.mkdir()
+    for name in ("a_leaky", "b_leaky"):
+        (problems / f"{name}.py").write_text(PROBLEM.read_text())
+    args = ["bench", str(problems), "--target", "cpu", "--no-kb", "--llm", "gpt-4o-mini",
+            "--llm-mode", "batch", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == EXIT_AWAITING_REPLIES, result.output
+    gathered = read_requests(out / "requests-001.jsonl")
+    assert f"2 run(s); their requests are gathered in {out / 'requests-001.jsonl'}" in \
+        " ".join(result.output.split())
+    tags = {line["custom_id"].rsplit("-", 3)[0] for line in gathered}
+    assert len(gathered) == 2 and len(tags) == 2  # one request of each run, one file
+    stray = dict(gathered[0], custom_id="ke-00000000-s2-coder-0")
+    bad = write_output(tmp_path / "stray.jsonl", [ok_line(stray, "good_block256")])
+    assert isinstance(runner.invoke(app, args + ["--replies", str(bad)], env=ENV).exception,
+                      RepliesError)
+    output = write_output(tmp_path / "output.jsonl",
+                          [ok_line(line, "good_block256") for line in gathered])
+    result = runner.invoke(app, args + ["--replies", str(output)], env=ENV)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "bench.json").read_text())
+    assert report["n_correct"] == 2 and report["requests_file"] is None
+    assert all(p["awaiting"] is None and p["correct"] for p in report["problems"])
