@@ -24,7 +24,8 @@ from rich.markup import escape
 from kernelevolve import __version__
 from kernelevolve.config import Settings, load_settings
 from kernelevolve.console import table_or_records
-from kernelevolve.errors import ConfigError, KernelEvolveError, TargetError
+from kernelevolve.errors import ConfigError, KernelEvolveError, RepliesError, TargetError
+from kernelevolve.graph.rundir import TuneResult
 from kernelevolve.graph.state import Event
 from kernelevolve.targets import get_target, tune_target
 from kernelevolve.tools.harness.result import Check, reference_advice
@@ -78,6 +79,8 @@ class ProblemOutcome(BaseModel):
         None, description="the judge's wall clock per forward back to back (Timing)")
     footprint_gib: float | None = Field(
         None, description="the problem's inputs, outputs and weights at the timed sizes")
+    awaiting: str | None = Field(
+        None, description="batch mode: the run stopped for replies to this requests file")
 
 
 class BenchReport(BaseModel):
@@ -116,6 +119,8 @@ class BenchReport(BaseModel):
                                           "and torch.compile: faster by >5%, within 5%, slower")
     classes_other: dict[str, int] = Field(default_factory=dict)
     wall_s: float = 0.0
+    requests_file: str | None = Field(
+        None, description="batch mode: every waiting run's requests, gathered into one file")
     problems: list[ProblemOutcome]
 
     @property
@@ -239,6 +244,7 @@ def bench_one(path: Path, *, target: str, settings: Settings,
     start = time.monotonic()
     try:
         result = tune(path, target=target, settings=settings, on_event=on_event)
+        return outcome_of(path, result, start)
     except (ConfigError, TargetError):
         raise  # wrong for every problem: stop the benchmark
     except KernelEvolveError as exc:  # this problem only: record why and go on
@@ -251,6 +257,10 @@ def bench_one(path: Path, *, target: str, settings: Settings,
                               reason=f"internal error (please report it): "
                                      f"{type(exc).__name__}: {exc}",
                               wall_s=time.monotonic() - start)
+
+
+def outcome_of(path: Path, result: TuneResult, start: float) -> ProblemOutcome:
+    """A problem's outcome from its run's result."""
     best = result.best_result
     timing = best.timing if best else None
     other = timing.other_baseline if timing else None
@@ -258,6 +268,8 @@ def bench_one(path: Path, *, target: str, settings: Settings,
     reason = "" if result.ok else (f"no verified kernel in {result.candidates} candidate(s): "
                                    f"{result.stop_reason or 'unfinished'}"
                                    f"{_first_failure(Path(result.run_dir))}")
+    if result.awaiting is not None:
+        reason = f"waiting for replies ({len(result.awaiting.custom_ids)} requests)"
     return ProblemOutcome(
         problem=path.stem, path=str(path), correct=result.ok, reason=reason,
         run_id=result.run_id, run_dir=result.run_dir, best_node=result.best_node,
@@ -278,18 +290,30 @@ def bench_one(path: Path, *, target: str, settings: Settings,
         precision=best.precision.summary() if best and best.precision else None,
         judge_peak_gib=memory.judge_peak_bytes / 2**30 if memory else None,
         wall_per_call_ms=timing.wall_per_call_ms if timing else None,
-        footprint_gib=memory.footprint_bytes / 2**30 if memory else None)
+        footprint_gib=memory.footprint_bytes / 2**30 if memory else None,
+        awaiting=result.awaiting.requests_file if result.awaiting is not None else None)
 
 
 def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: int | None = None,
               settings: Settings | None = None, out_dir: str | Path | None = None,
               on_problem: Callable[[int, int, Path], None] | None = None,
               on_outcome: Callable[[ProblemOutcome], None] | None = None,
-              on_event: Callable[[Event], None] | None = None) -> BenchReport:
+              on_event: Callable[[Event], None] | None = None,
+              replies: list[Path] | None = None) -> BenchReport:
     """Tune every problem in ``problems_dir`` on ``target`` (default: as ``tune``) with
     ``settings`` (``rounds`` overrides the search budget) and report the figures; with
     ``out_dir``, write ``bench.json`` and ``bench.md`` there. ``on_problem(i, n, path)`` is
-    called before each problem and ``on_outcome`` after it (progress)."""
+    called before each problem and ``on_outcome`` after it (progress).
+
+    Batch mode (``llm.mode = batch``): the runs that stop for replies have their requests
+    gathered into one file, ``out_dir/requests-NNN.jsonl`` (``BenchReport.requests_file``);
+    ``replies`` (the Batch API's output for it) continues the bench in ``out_dir``: each waiting
+    run resumes with its own lines, the finished ones are kept."""
+    if replies:
+        if out_dir is None:
+            raise ConfigError("--replies continues a batch-mode bench: name its --out directory")
+        return _resume_bench(Path(out_dir), replies, on_problem=on_problem,
+                             on_outcome=on_outcome, on_event=on_event)
     settings = settings or load_settings()
     if rounds is not None:
         search = settings.search.model_copy()
@@ -319,9 +343,67 @@ def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: in
                        timed=tgt.timed, simulated=tgt.simulated,
                        synthesizer=synthesizers(outcomes),
                        rounds=settings.search.rounds, wall_s=time.monotonic() - start)
+    return _finish_bench(report, out_dir)
+
+
+def _finish_bench(report: BenchReport, out_dir: str | Path | None) -> BenchReport:
+    """Gather the waiting runs' requests into one file (batch mode), write the report."""
+    waiting = [o for o in report.problems if o.awaiting]
+    if waiting:
+        if out_dir is None:
+            raise ConfigError("a batch-mode bench needs an --out directory for its requests")
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"requests-{len(list(folder.glob('requests-*.jsonl'))) + 1:03d}.jsonl"
+        path.write_text("".join(Path(o.awaiting).read_text() for o in waiting
+                                if o.awaiting is not None))
+        report = report.model_copy(update={"requests_file": str(path)})
     if out_dir is not None:
         write_report(report, out_dir)
     return report
+
+
+def _resume_bench(out_dir: Path, replies: list[Path], *,
+                  on_problem: Callable[[int, int, Path], None] | None,
+                  on_outcome: Callable[[ProblemOutcome], None] | None,
+                  on_event: Callable[[Event], None] | None) -> BenchReport:
+    """Each waiting run of the bench in ``out_dir`` resumed with its lines of ``replies``."""
+    from kernelevolve.batchapi import BatchReply, run_tag
+    from kernelevolve.batchapi.lines import read_lines, write_lines
+    from kernelevolve.graph.session import resume
+
+    try:
+        report = BenchReport.model_validate_json((out_dir / "bench.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{out_dir / 'bench.json'} is missing or damaged: {exc}") from exc
+    lines = [line for f in replies for line in read_lines(f, BatchReply, "a Batch API output line")]
+    tags = {run_tag(o.run_id) for o in report.problems if o.awaiting and o.run_id}
+    strays = [line.custom_id for line in lines if line.custom_id.rsplit("-", 3)[0] not in tags]
+    if strays:
+        raise RepliesError(f"{len(strays)} replies answer no waiting run of the bench in "
+                           f"{out_dir}: {', '.join(strays[:5])}; nothing was resumed")
+    start = time.monotonic()
+    outcomes: list[ProblemOutcome] = []
+    for i, o in enumerate(report.problems):
+        if on_problem is not None:
+            on_problem(i, len(report.problems), Path(o.path))
+        if not o.awaiting or o.run_id is None or o.run_dir is None:
+            outcomes.append(o)
+            continue
+        mine = [line for line in lines if line.custom_id.startswith(run_tag(o.run_id) + "-")]
+        split = out_dir / f"replies-{Path(report.requests_file or 'x').stem}-{o.problem}.jsonl"
+        if mine:
+            write_lines(split, mine)
+        result = resume(o.run_dir, replies=[split] if mine else [], on_event=on_event)
+        outcome = outcome_of(Path(o.path), result, start)
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    report = summarize(outcomes, problems_dir=report.problems_dir, target=report.target,
+                       timed=report.timed, simulated=report.simulated,
+                       synthesizer=synthesizers(outcomes), rounds=report.rounds,
+                       wall_s=report.wall_s + time.monotonic() - start)
+    return _finish_bench(report, out_dir)
 
 
 def _x(value: float | None, note: str) -> str:

@@ -117,9 +117,18 @@ def _tune_settings(config: Path | None, **search: object) -> object:
 
 
 def _apply_run_flags(settings: Any, *, llm: str | None, no_kb: bool,
-                     allow_op: list[str] | None) -> None:
+                     allow_op: list[str] | None, llm_mode: str | None = None) -> None:
     if llm:
         settings.llm.model = llm
+    if llm_mode:
+        from pydantic import ValidationError
+
+        from kernelevolve.errors import ConfigError
+
+        try:
+            settings.llm.mode = llm_mode
+        except ValidationError:
+            raise ConfigError(f"--llm-mode {llm_mode!r}: one of 'online', 'batch'") from None
     if no_kb:
         settings.search.retrieve = settings.search.distill = False
     if allow_op:
@@ -155,6 +164,8 @@ def _say_run(session: Any, err_console: Console, verb: str = "run") -> None:
 
 BATCH_HELP = ("candidates per round, drafted and evaluated at once (1-16; default 1: one at "
               "a time)")
+LLM_MODE_HELP = ("online (ask the endpoint as the run goes) or batch (write the requests as an "
+                 "OpenAI Batch API file and exit; `resume RUN --replies FILE` continues)")
 LLM_HELP = ("a model at the configured endpoint, or 'offline', 'local', 'local:0.5b' to force "
             "that synthesizer (default: the endpoint if configured, else the installed local "
             "model, else offline)")
@@ -172,6 +183,7 @@ def tune(
     strategy: Annotated[str | None, typer.Option(help="mcts or evolutionary")] = None,
     batch: Annotated[int | None, typer.Option(help=BATCH_HELP)] = None,
     llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
+    llm_mode: Annotated[str | None, typer.Option("--llm-mode", help=LLM_MODE_HELP)] = None,
     out: Annotated[Path | None, typer.Option(
         help="write the best kernel here (default: ./<problem>_tuned.py)")] = None,
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="the run's directory")] = None,
@@ -190,7 +202,7 @@ def tune(
     settings = _tune_settings(config, goal=goal, rounds=rounds, wall_s=wall, tokens=tokens,
                               strategy=strategy, batch=batch)
     assert isinstance(settings, Settings)
-    _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op)
+    _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op, llm_mode=llm_mode)
     err_console = Console(stderr=True)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
     kernel_out = out if out is not None else default_kernel_out(Path(problem).stem)
@@ -287,21 +299,27 @@ def resume(
     out: Annotated[Path | None, typer.Option(
         help="write the best kernel here (default: where the run's `tune` kept it, else "
              "./<problem>_tuned.py)")] = None,
+    replies: Annotated[list[Path] | None, typer.Option(
+        "--replies", help="batch mode: the Batch API's output file for the run's requests "
+                          "(repeatable; an error file too)")] = None,
     quiet: Annotated[bool, typer.Option(help="only results, restarts and stops")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the TuneResult as JSON")] = False,
 ) -> None:
     """Continue a run that was killed or interrupted, from its last checkpoint; the best
-    kernel is written as `tune` writes it (a finished run: written again)."""
+    kernel is written as `tune` writes it (a finished run: written again). A batch-mode run
+    that stopped for replies continues with them (--replies)."""
     from kernelevolve.graph.render import EventPrinter
     from kernelevolve.graph.rundir import default_kernel_out
     from kernelevolve.graph.session import Session
 
     err_console = Console(stderr=True)
     printer = None if json_out else EventPrinter(err_console, quiet=quiet)
-    with Session.open(run, kernel_out=out, on_event=printer) as session:
+    with Session.open(run, kernel_out=out, replies=replies or (), on_event=printer) as session:
         if session.spec.kernel_out is None:  # a chat run, or one from the library
             session.keep_best_at(default_kernel_out(session.problem.name))
         _say_run(session, err_console, "resuming")
+        for intake in session.intakes:
+            _say_intake(intake, err_console)
         with _interruptible(session, err_console):
             result = session.run()
     _finish(result, json_out)
@@ -314,11 +332,57 @@ def _warn(result: Any, console: Console) -> None:
                       highlight=False, soft_wrap=True)
 
 
+# `tune` and `resume` exit with this code where a batch-mode run stopped for replies.
+EXIT_AWAITING_REPLIES = 3
+
+
+def _say_intake(intake: Any, console: Console) -> None:
+    """What a replies file brought: new replies, error lines (asked again), known ones."""
+    parts = [f"{len(intake.new)} new"]
+    if intake.known:
+        parts.append(f"{len(intake.known)} answered before")
+    if intake.errors:
+        parts.append(f"{len(intake.errors)} error line(s), asked again")
+    console.print(f"replies: {intake.file}: {', '.join(parts)}", highlight=False,
+                  soft_wrap=True, markup=False)
+    for cid, why in intake.errors.items():
+        console.print(f"  {cid}: {why}", highlight=False, soft_wrap=True, markup=False)
+
+
+def say_awaiting(run_dir: str, wanted: Any, console: Console) -> None:
+    """A batch-mode stop: the requests file, why each was asked, and the commands to go on."""
+    n = len(wanted.custom_ids)
+    verb = "wrote" if wanted.new_file else "still waiting for the replies of"
+    console.print(f"[bold]waiting for replies[/bold]: {verb} {n} request{'s' * (n != 1)} "
+                  f"{'to' if wanted.new_file else 'in'} {escape(wanted.requests_file)}",
+                  highlight=False, soft_wrap=True)
+    if wanted.asked_before:
+        console.print(f"  {len(wanted.asked_before)} of them were asked before and have no "
+                      f"reply yet: {escape(', '.join(wanted.asked_before))}", highlight=False,
+                      soft_wrap=True)
+    for cid, why in wanted.errors.items():
+        console.print(f"  asked again, its reply was an error: {escape(cid)}: {escape(why)}",
+                      highlight=False, soft_wrap=True)
+    console.print("Send the file to any OpenAI-compatible Batch API (purpose \"batch\", endpoint "
+                  "/v1/chat/completions) and download its output file, or answer it against an "
+                  "endpoint you can reach:", highlight=False, soft_wrap=True)
+    console.print(f"  kernelevolve batch answer {escape(wanted.requests_file)} --out "
+                  f"replies.jsonl", highlight=False, soft_wrap=True)
+    console.print("then continue the run:", highlight=False)
+    console.print(f"  kernelevolve resume {escape(run_dir)} --replies replies.jsonl",
+                  highlight=False, soft_wrap=True)
+
+
 def _finish(result: object, json_out: bool) -> None:
     from kernelevolve.graph.render import render_tune_result
     from kernelevolve.graph.rundir import TuneResult
 
     assert isinstance(result, TuneResult)
+    if result.awaiting is not None:
+        if json_out:
+            print(result.model_dump_json(indent=2))
+        say_awaiting(result.run_dir, result.awaiting, Console(stderr=True))
+        raise typer.Exit(EXIT_AWAITING_REPLIES)
     if json_out:
         print(result.model_dump_json(indent=2))
         _warn(result, Console(stderr=True))
@@ -331,12 +395,14 @@ def _finish(result: object, json_out: bool) -> None:
 
 def _mount_subcommands() -> None:
     from kernelevolve.aten.cli import app as aten_app
+    from kernelevolve.batchapi.cli import app as batch_app
     from kernelevolve.kb.cli import app as kb_app
     from kernelevolve.llm.local_cli import app as llm_app
 
     app.add_typer(kb_app, name="kb")
     app.add_typer(llm_app, name="llm")
     app.add_typer(aten_app, name="aten")
+    app.add_typer(batch_app, name="batch")
 
 
 _mount_subcommands()
@@ -540,9 +606,16 @@ def bench(
         help="directory for bench.json and bench.md (default: ./bench-<time>)")] = None,
     no_kb: Annotated[bool, typer.Option("--no-kb", help="no knowledge retrieval/skills")] = False,
     allow_op: AllowOpOption = None,
+    llm: Annotated[str | None, typer.Option(help=LLM_HELP)] = None,
+    llm_mode: Annotated[str | None, typer.Option("--llm-mode", help=LLM_MODE_HELP)] = None,
+    replies: Annotated[list[Path] | None, typer.Option(
+        "--replies", help="batch mode: the Batch API's output for the bench's requests file; "
+                          "continues the bench in --out (repeatable)")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Tune every problem in PROBLEMS_DIR; report correctness, fast_p and geomean speedups."""
+    """Tune every problem in PROBLEMS_DIR; report correctness, fast_p and geomean speedups.
+    In batch mode (--llm-mode batch) the runs' requests are gathered into one file per stop;
+    `bench PROBLEMS_DIR --out DIR --replies FILE` continues."""
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -552,7 +625,7 @@ def bench(
     from kernelevolve.graph.state import Event
 
     settings = load_settings(config)
-    _apply_run_flags(settings, llm=None, no_kb=no_kb, allow_op=allow_op)
+    _apply_run_flags(settings, llm=llm, no_kb=no_kb, allow_op=allow_op, llm_mode=llm_mode)
     out_dir = out if out is not None else Path(f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
@@ -573,11 +646,21 @@ def bench(
 
         report = run_bench(problems_dir, target=target, rounds=rounds, settings=settings,
                            out_dir=out_dir, on_problem=on_problem, on_outcome=on_outcome,
-                           on_event=on_event)
+                           on_event=on_event, replies=replies)
     console = Console()
     render_report(report, console)
     console.print(f"written {out_dir / 'bench.json'} and {out_dir / 'bench.md'}",
                   highlight=False, soft_wrap=True)
+    if report.requests_file:
+        waiting = [o for o in report.problems if o.awaiting]
+        err = Console(stderr=True)
+        err.print(f"[bold]waiting for replies[/bold]: {len(waiting)} run(s); their requests "
+                  f"are gathered in {escape(report.requests_file)}. Send it to any "
+                  f"OpenAI-compatible Batch API (or `kernelevolve batch answer`), then:",
+                  highlight=False, soft_wrap=True)
+        err.print(f"  kernelevolve bench {escape(str(problems_dir))} --out {escape(str(out_dir))}"
+                  f" --replies replies.jsonl", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_AWAITING_REPLIES)
 
 
 @app.command()

@@ -204,6 +204,13 @@ class LLMConfig(_Section):
     max_tokens: int = Field(4096, ge=64, description="longest reply")
     timeout_s: float = Field(300.0, gt=0, description="one request")
     max_retries: int = Field(2, ge=0, description="retries of a failed request (network, 5xx)")
+    mode: Literal["online", "batch"] = Field(
+        "online",
+        description="online: ask the endpoint while the run goes; batch: when the run needs "
+        "replies, write its requests in the OpenAI Batch API's JSONL format, checkpoint and "
+        "exit; `kernelevolve resume RUN --replies FILE` continues with the Batch API's output "
+        "(no endpoint or key needed on this machine)",
+    )
     use: Literal["auto", "endpoint", "local", "offline"] = Field(
         "auto",
         description="which synthesizer writes kernels; auto: the endpoint when llm.model is set, "

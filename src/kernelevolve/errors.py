@@ -50,3 +50,7 @@ class SynthesisError(KernelEvolveError):
 
 class RunError(KernelEvolveError):
     """A run directory is missing, damaged or belongs to another problem."""
+
+
+class RepliesError(KernelEvolveError):
+    """A replies file (batch mode: the Batch API's output) cannot be used for this run."""

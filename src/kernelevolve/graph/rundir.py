@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelevolve import __version__
+from kernelevolve.batchapi.exchange import RepliesWanted
 from kernelevolve.config import Settings, load_settings
 from kernelevolve.errors import RunError
 from kernelevolve.graph import search, state
@@ -78,6 +79,8 @@ class TuneResult(BaseModel):
     verified: int = 0
     usage: Usage = Field(default_factory=Usage)
     paused: dict[str, Any] | None = Field(None, description="interactive: the pause's summary")
+    awaiting: RepliesWanted | None = Field(
+        None, description="batch mode: the run stopped for replies to this requests file")
 
     @property
     def ok(self) -> bool:

@@ -16,7 +16,7 @@ import secrets
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StateSnapshot
 from pydantic import ValidationError
 
+from kernelevolve.batchapi import Exchange, Intake, RepliesNeeded, RepliesWanted, attach
 from kernelevolve.config import (
     EvalConfig,
     KBConfig,
@@ -34,7 +35,7 @@ from kernelevolve.config import (
     describe_errors,
     load_settings,
 )
-from kernelevolve.errors import ConfigError, KernelEvolveError, RunError
+from kernelevolve.errors import ConfigError, KernelEvolveError, RepliesError, RunError
 from kernelevolve.graph import search
 from kernelevolve.graph.build import build_graph, recursion_limit
 from kernelevolve.graph.rundir import (
@@ -90,6 +91,8 @@ class Session:
                          interactive=spec.interactive, on_event=on_event,
                          kernel_out=Path(spec.kernel_out) if spec.kernel_out else None)
         self.graph = build_graph(self.deps, SqliteSaver(self._conn, serde=checkpoint_serde()))
+        # batch mode (llm.mode = batch): the run's requests and replies files
+        self.batch: Exchange | None = attach(synthesizer, run_dir, spec.run_id)
         self.config: Any = {"configurable": {"thread_id": spec.run_id},
                             "recursion_limit": recursion_limit(self.deps)}
         if settings.search.batch > 1:
@@ -157,10 +160,11 @@ class Session:
     @classmethod
     def open(cls, run: str | Path, *, settings: Settings | None = None,
              kb: KnowledgeSource | None = None, synthesizer: Synthesizer | None = None,
-             kernel_out: str | Path | None = None,
+             kernel_out: str | Path | None = None, replies: Sequence[str | Path] = (),
              on_event: Callable[[Event], None] | None = None) -> Session:
         """Reopen a run (to resume it, answer its pause, or read it). ``kernel_out``: keep the
-        best kernel there from now on (``keep_best_at``); unset: where the run kept it."""
+        best kernel there from now on (``keep_best_at``); unset: where the run kept it.
+        ``replies``: Batch API output files for a batch-mode run (``take_replies``)."""
         path = find_run(run, settings)
         try:
             spec = RunSpec.model_validate_json((path / "run.json").read_text())
@@ -177,13 +181,26 @@ class Session:
         prob = prob.allowing(run_settings.eval.allowed_ops)
         session = cls(path, spec, run_settings, prob, get_target(spec.target), kb=kb,
                       synthesizer=synthesizer, on_event=on_event)
-        if kernel_out is not None:
-            try:
+        try:
+            if kernel_out is not None:
                 session.keep_best_at(kernel_out)
-            except BaseException:
-                session.close()
-                raise
+            if replies:
+                session.intakes = session.take_replies(replies)
+        except BaseException:
+            session.close()
+            raise
         return session
+
+    intakes: list[Intake] = []
+
+    def take_replies(self, files: Sequence[str | Path]) -> list[Intake]:
+        """Add Batch API output (or error) files to a batch-mode run's replies; a line that
+        answers no request of this run is an error, and nothing of that file is taken."""
+        if self.batch is None:
+            raise RepliesError(f"run {self.spec.run_id} is not in batch mode (llm.mode = "
+                               f"{self.settings.llm.mode}, synthesizer {self.spec.synthesizer}):"
+                               " it has no requests to reply to")
+        return [self.batch.take(Path(f)) for f in files]
 
     def keep_best_at(self, path: str | Path) -> Path:
         """Keep ``path`` equal to the run's best kernel: written now (if there is one) and
@@ -231,7 +248,17 @@ class Session:
             self._publish_best()
             return self.result()
         self.deps.reset_clock()
-        self.graph.invoke(payload, self.config)
+        awaiting: RepliesWanted | None = None
+        if self.batch is not None:
+            self.batch.begin()
+        try:
+            self.graph.invoke(payload, self.config)
+        except RepliesNeeded:
+            # batch mode: the step that asked stays unfinished (it runs again on resume); the
+            # branches of its round all asked before LangGraph re-raised, so one file holds them
+            if self.batch is None:
+                raise
+            awaiting = self.batch.write_requests()
         self._publish_best()
         result = self.result()
         if result.finished:
@@ -245,6 +272,8 @@ class Session:
 
         with open_store(self.settings.store) as store:
             sync_from_state(store, self.spec, self.values(), self.run_dir)
+        if awaiting is not None:
+            result = result.model_copy(update={"awaiting": awaiting})
         return result
 
     def has_checkpoint(self) -> bool:
@@ -510,8 +539,10 @@ def tune(problem: str | Path | Problem, *, target: str | None = None, goal: floa
 
 def resume(run: str | Path, *, settings: Settings | None = None,
            kb: KnowledgeSource | None = None, synthesizer: Synthesizer | None = None,
+           replies: Sequence[str | Path] = (),
            on_event: Callable[[Event], None] | None = None) -> TuneResult:
-    """Continue a run that was killed (or paused) from its last checkpoint; nothing is lost."""
-    with Session.open(run, settings=settings, kb=kb, synthesizer=synthesizer,
+    """Continue a run that was killed (or paused) from its last checkpoint; nothing is lost.
+    ``replies``: Batch API output files for a batch-mode run that stopped for them."""
+    with Session.open(run, settings=settings, kb=kb, synthesizer=synthesizer, replies=replies,
                       on_event=on_event) as session:
         return session.run()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from kernelevolve.config import Settings
-from kernelevolve.errors import SynthesisError
+from kernelevolve.errors import ConfigError, SynthesisError
 from kernelevolve.graph.state import Draft, PromptState
 from kernelevolve.llm import offline
 from kernelevolve.llm.synthesizer import Synthesizer
@@ -163,9 +163,22 @@ def choose_synthesizer(settings: Settings, problem: Problem, target: str | None 
         return None
 
     use, local, why = choose(settings.llm, offline_gap)
+    if settings.llm.mode == "batch" and use != "endpoint":
+        raise ConfigError(f"llm.mode = batch writes requests for a model, but this run would "
+                          f"use the {use} synthesizer ({why}): name the model with --llm MODEL "
+                          f"(llm.model), or leave batch mode")
     if use == "endpoint":
         from kernelevolve.llm.chat import LLMSynthesizer
 
+        if settings.llm.mode == "batch":
+            from kernelevolve.batchapi import BatchChatModel
+
+            cfg = settings.llm
+            chat = BatchChatModel(model_name=cfg.model or "", temperature=cfg.temperature,
+                                  max_tokens=cfg.max_tokens)
+            return (LLMSynthesizer(chat, cfg.model or "", endpoint="Batch API files",
+                                   provider=cfg.provider),
+                    f"{why}; batch mode: its requests go to files (llm.mode = batch)")
         return LLMSynthesizer.from_config(settings.llm), why
     if use == "local" and local is not None:
         return LocalSynthesizer(local, settings.llm, examples=settings.search.retrieve,
