@@ -72,7 +72,24 @@ def _elementwise_plan(problem: Problem, traced: Traced, lowered: Lowered) -> Ker
 
 
 def analyze(problem: Problem) -> KernelPlan:
-    """The plan for ``problem``, or Unsupported with the reason no template covers it.
+    """The plan for ``problem``: one template's (``analyze_single``), else a program of parts
+    each a template writes (``program.analyze_program``); or Unsupported with the reason no
+    template covers it (the single template's, and the split's)."""
+    try:
+        return analyze_single(problem)
+    except Unsupported as exc:
+        single = exc
+    from .program import analyze_program
+
+    try:
+        return analyze_program(problem)
+    except Unsupported as exc:
+        raise Unsupported(f"{single}; split into parts: {exc}") from single
+
+
+def analyze_single(problem: Problem) -> KernelPlan:
+    """The plan of one template for ``problem``, or Unsupported with the reason no template
+    covers it.
 
     A graph shape the lowering did not anticipate (an internal assertion or lookup failing) is
     reported as Unsupported too, naming what failed, so a search falls back instead of dying.

@@ -13,6 +13,7 @@ OPERATOR_CLASSES = (
     # whole-operator templates (families.py)
     "convolution", "pooling", "normalization", "scan", "argreduce", "loss", "full_reduction",
     "attention",
+    "program",  # several parts, each one template's (program.py)
 )
 
 
