@@ -30,7 +30,7 @@ def _sha(text: str) -> str:
 
 
 def _renders(plan, prefix: str) -> dict[str, str]:
-    from kernelevolve.llm.offline import Unsupported
+    from kernelevolve.synth.offline import Unsupported
 
     def one(params: dict[str, int]) -> str:
         try:
@@ -49,9 +49,9 @@ def _renders(plan, prefix: str) -> dict[str, str]:
 
 def hashes(path: Path) -> dict[str, str]:
     """Rendering -> sha256 of the candidate source, for one problem file."""
-    from kernelevolve.llm.offline import Unsupported, analyze
-    from kernelevolve.llm.offline.conv import with_tf32
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth.offline import Unsupported, analyze
+    from kernelevolve.synth.offline.families.conv.template import with_tf32
 
     try:
         plan = analyze(load_problem(path))
