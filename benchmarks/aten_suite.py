@@ -56,8 +56,8 @@ def run_one(path: str, target: str, rounds: int, wall_s: float, eval_timeout_s: 
         from kernelevolve.config import load_settings
         from kernelevolve.errors import KernelEvolveError
         from kernelevolve.graph.session import read_run
-        from kernelevolve.llm import offline
         from kernelevolve.problem import load_problem
+        from kernelevolve.synth import offline
 
         stage = "load"
         try:

@@ -33,8 +33,8 @@ DEFAULT_PROBLEMS = ["19_ReLU", "26_GELU_", "23_Softmax", "24_LogSoftmax",
 def candidates(problem: Path, count: int, work: Path) -> list[Path]:
     """``count`` different sources for ``problem`` from the offline synthesizer: its default
     parameters first, then other points of its space."""
-    from kernelevolve.llm import offline
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth import offline
 
     plan = offline.analyze(load_problem(problem))
     base = plan.default_params()

@@ -69,7 +69,7 @@ python3 - <<'EOF' 2>&1 | tee -a "$SUMMARY"
 import importlib.metadata as md, os
 import torch
 from kernelevolve.config import load_settings
-from kernelevolve.llm.local import installed_model, server_available
+from kernelevolve.synth.llm.local import installed_model, server_available
 cfg = load_settings().llm
 print("device:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
       "| cpus:", os.cpu_count(), "| local model:", installed_model(cfg),

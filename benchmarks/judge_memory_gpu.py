@@ -76,8 +76,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from kernelevolve.config import EvalConfig
-    from kernelevolve.llm import offline
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth import offline
     from kernelevolve.tools.harness.pool import WorkerPool
 
     files = sorted(p for p in args.problems.glob("*.py") if not p.name.startswith("_"))

@@ -28,8 +28,8 @@ from offline_variants_gpu import select_files  # noqa: E402
 
 def rows_for(files: list[Path], point: dict[str, int], out: Path, timeout: float
              ) -> list[dict[str, Any]]:
-    from kernelevolve.llm.offline import Unsupported, analyze
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth.offline import Unsupported, analyze
 
     rows: list[dict[str, Any]] = []
     for path in files:

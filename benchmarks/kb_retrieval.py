@@ -148,8 +148,8 @@ def librarian_recall(kb_path: Path, kernelbench: Path) -> dict[str, Any]:
     from kernelevolve.graph.search import DiagnosisInfo
     from kernelevolve.graph.state import ErrorInfo
     from kernelevolve.kb import KnowledgeBase, Situation, kb_target
-    from kernelevolve.llm.factory import operator_class
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth.factory import operator_class
 
     kb = KnowledgeBase.open(KBConfig(path=kb_path))
     builder = getattr(librarian, "situation", None)

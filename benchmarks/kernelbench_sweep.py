@@ -51,8 +51,8 @@ def sweep_one(path: str, tune: bool, target: str, wall_s: float, rounds: int,
     from kernelevolve.config import load_settings
     from kernelevolve.errors import KernelEvolveError
     from kernelevolve.graph.session import read_run
-    from kernelevolve.llm import offline
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth import offline
 
     p = Path(path)
     row: dict[str, Any] = {"problem": f"{p.parent.name}/{p.stem}", "loaded": False,

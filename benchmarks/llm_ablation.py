@@ -48,7 +48,7 @@ def run_one(problem: Path, kb: bool, debugger: bool, args: argparse.Namespace, s
             home: Path) -> dict[str, Any]:
     from kernelevolve.config import load_settings
     from kernelevolve.graph.session import Session
-    from kernelevolve.llm.local import MODELS, LocalSynthesizer
+    from kernelevolve.synth.llm.local import MODELS, LocalSynthesizer
 
     settings = load_settings(
         search={"rounds": args.rounds, "max_repairs": 1 if debugger else 0,
@@ -181,7 +181,13 @@ def main() -> None:
         return
 
     from kernelevolve.config import LLMConfig
-    from kernelevolve.llm.local import CONTEXT_TOKENS, MODELS, LocalServer, install, model_file
+    from kernelevolve.synth.llm.local import (
+        CONTEXT_TOKENS,
+        MODELS,
+        LocalServer,
+        install,
+        model_file,
+    )
 
     spec = MODELS[args.model]
     models_dir = LLMConfig().resolved_local_dir()  # before KERNELEVOLVE_HOME moves below

@@ -30,9 +30,9 @@ from offline_variants_gpu import _import, _to, run_meta, select_files  # noqa: E
 
 
 def one(path: Path, seed: int) -> dict[str, Any]:
-    from kernelevolve.llm.offline.analyze import analyze
-    from kernelevolve.llm.offline.plan import Unsupported
     from kernelevolve.problem import call_factory, load_problem
+    from kernelevolve.synth.offline.analyze import analyze
+    from kernelevolve.synth.offline.plan import Unsupported
     from kernelevolve.tools.harness.compare import (
         INF_VALUES,
         NAN_VALUES,

@@ -174,9 +174,9 @@ def one(path: Path, n_variants: int, with_compile: bool, rng: random.Random,
         points: list[dict[str, int]] | None = None, kernels: bool = False) -> dict[str, Any]:
     from triton.testing import do_bench
 
-    from kernelevolve.llm.offline.analyze import analyze
-    from kernelevolve.llm.offline.plan import Unsupported
     from kernelevolve.problem import call_factory, load_problem
+    from kernelevolve.synth.offline.analyze import analyze
+    from kernelevolve.synth.offline.plan import Unsupported
     from kernelevolve.tools.harness.compare import compare_outputs
 
     row: dict[str, Any] = {"problem": path.stem, "variants": []}

@@ -123,8 +123,8 @@ def main() -> None:
     ap.add_argument("--arch", type=int, default=90)
     args = ap.parse_args()
     os.environ.pop("TRITON_INTERPRET", None)
-    from kernelevolve.llm.offline import analyze
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth.offline import analyze
     from kernelevolve.tools.harness.gpu_compile import launch_specs
 
     problem = load_problem(args.problem)

@@ -412,7 +412,7 @@ def evaluate_problem(chat: HFChatModel, problem: Path, args: argparse.Namespace,
     """The search loop driven by the model on one problem: when it first verified."""
     from kernelevolve.config import load_settings
     from kernelevolve.graph.session import Session
-    from kernelevolve.llm.chat import LLMSynthesizer
+    from kernelevolve.synth.llm.chat import LLMSynthesizer
 
     # one run directory and store per model and problem: parallel jobs never share a store
     where = home / chat.name / problem.stem

@@ -1,6 +1,6 @@
 """Which bits of an fp32 operand a TF32 tensor-core product reads, on this GPU.
 
-Split once (``llm/offline/matmul.py``, ``TF32X3=2``) writes each operand's TF32 high part and
+Split once (``synth/offline/families/matmul.py``, ``TF32X3=2``) writes each operand's TF32 high part and
 its remainder before the GEMM. If the tensor cores read only the top 10 mantissa bits of an
 fp32 operand (truncating the other 13), the high part need not be written at all: the GEMM can
 read the operand itself, with the remainder taken against its truncation, and the split pass

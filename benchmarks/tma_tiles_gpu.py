@@ -45,8 +45,8 @@ def one(path: Path, tiles: list[tuple[int, ...]], stages: tuple[int, ...],
         products: tuple[int, ...] = (1,)) -> dict[str, Any]:
     from triton.testing import do_bench
 
-    from kernelevolve.llm.offline.analyze import analyze
     from kernelevolve.problem import call_factory, load_problem
+    from kernelevolve.synth.offline.analyze import analyze
     from kernelevolve.tools.harness.compare import compare_outputs
 
     problem = load_problem(path)

@@ -67,8 +67,8 @@ def main() -> int:
         return 0
     if not torch.cuda.is_available():
         sys.exit("this benchmark needs a CUDA GPU")
-    from kernelevolve.llm import offline
     from kernelevolve.problem import load_problem
+    from kernelevolve.synth import offline
 
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="verdict-"))

@@ -4,9 +4,9 @@ sizes the cpu target shrinks them to."""
 
 from __future__ import annotations
 
-from kernelevolve.llm import offline
-from kernelevolve.llm.factory import OfflineSynthesizer
 from kernelevolve.problem import MIN_SCALABLE_SIZE, load_problem, size_families
+from kernelevolve.synth import offline
+from kernelevolve.synth.offline.synthesizer import OfflineSynthesizer
 
 HERE = __import__("pathlib").Path(__file__).resolve().parent
 GROUPNORM_CANDIDATE = HERE / "data" / "kernelbench" / "groupnorm_triton.py"

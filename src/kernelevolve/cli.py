@@ -397,7 +397,7 @@ def _mount_subcommands() -> None:
     from kernelevolve.aten.cli import app as aten_app
     from kernelevolve.batchapi.cli import app as batch_app
     from kernelevolve.kb.cli import app as kb_app
-    from kernelevolve.llm.local_cli import app as llm_app
+    from kernelevolve.synth.llm.local.cli import app as llm_app
 
     app.add_typer(kb_app, name="kb")
     app.add_typer(llm_app, name="llm")

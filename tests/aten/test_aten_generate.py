@@ -130,7 +130,7 @@ def test_scaling_keeps_broadcasting_index_ranges_and_non_contiguity(suite, add_s
 
 
 def test_a_generated_problem_is_judged_by_the_real_harness(add_suite, cpu_pool):
-    from kernelevolve.llm import offline
+    from kernelevolve.synth import offline
 
     result, out = add_suite
     record = next(p for p in result.problems if p.op == "add" and "broadcast" in p.structure)

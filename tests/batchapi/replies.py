@@ -1,4 +1,4 @@
-"""Batch API output lines built from the scripted replies (tests/llm/replies): what OpenAI's
+"""Batch API output lines built from the scripted replies (tests/synth/llm/replies): what OpenAI's
 Batch API writes for a chat completion request, a failed request and an error status."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPLIES = Path(__file__).resolve().parents[1] / "llm" / "replies"
+REPLIES = Path(__file__).resolve().parents[1] / "synth" / "llm" / "replies"
 
 
 def reply_text(name: str) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
+from kernelevolve.synth.offline import analyze
 from tests.rendered import conv_problem, load_rendered
 
 pytestmark = [

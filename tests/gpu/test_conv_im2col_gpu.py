@@ -14,8 +14,8 @@ import importlib.util
 import pytest
 import torch
 
-from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
+from kernelevolve.synth.offline import analyze
 
 pytestmark = [
     pytest.mark.gpu,

@@ -2,7 +2,7 @@
 hardswish on a real GPU, where ``tl.maximum`` / ``tl.minimum`` without ``propagate_nan`` return
 the number beside a NaN (the interpreter's keep it either way): the elementwise template's
 default candidate must put NaN, inf and -inf where torch does; so must the reductions', pooling's,
-arg-reductions' and scans' (tests/llm/offline/nan_reductions.py), where a plain ``tl.max``
+arg-reductions' and scans' (tests/synth/offline/nan_reductions.py), where a plain ``tl.max``
 drops the NaN. Marked ``gpu``: run with
 ``python -m pytest -m gpu tests/gpu``."""
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.llm.offline import test_offline_nan_reductions as reductions
-from tests.llm.offline.test_offline_nan import check_ops, run_ops
+from tests.synth.offline import test_offline_nan_reductions as reductions
+from tests.synth.offline.test_offline_nan import check_ops, run_ops
 
 pytestmark = [
     pytest.mark.gpu,

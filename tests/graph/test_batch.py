@@ -32,13 +32,13 @@ from kernelevolve.graph.search import (
 )
 from kernelevolve.graph.session import Session, TuneResult
 from kernelevolve.graph.state import EventKind, RunState
-from kernelevolve.llm.chat import LLMSynthesizer
+from kernelevolve.synth.llm.chat import LLMSynthesizer
 from kernelevolve.tools.harness.result import EvalResult
-from tests.llm.scripted import ScriptedChatModel
+from tests.synth.llm.scripted import ScriptedChatModel
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT_DIR / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
-REPLIES = ROOT_DIR / "tests" / "llm" / "replies"
+REPLIES = ROOT_DIR / "tests" / "synth" / "llm" / "replies"
 RAISE = "raise"  # a script entry: the endpoint fails on this call
 
 
@@ -313,7 +313,7 @@ def test_an_offline_batch_writes_distinct_candidates(tmp_path: Path) -> None:
 def test_warm_start_seeds_are_verified_together_without_asking_the_model(tmp_path: Path
                                                                         ) -> None:
     from kernelevolve.graph.state import Draft
-    from tests.llm.conftest import fenced_code
+    from tests.synth.conftest import fenced_code
 
     seeds = [Draft(source=fenced_code(name), intent=f"warm start: {name}")
              for name in ("good_block256", "good_block1024")]

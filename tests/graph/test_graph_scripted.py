@@ -11,12 +11,12 @@ from pathlib import Path
 from kernelevolve.config import Settings, load_settings
 from kernelevolve.graph.session import Session, TuneResult
 from kernelevolve.graph.state import EventKind, RunState
-from kernelevolve.llm.chat import LLMSynthesizer
-from tests.llm.scripted import ScriptedChatModel
+from kernelevolve.synth.llm.chat import LLMSynthesizer
+from tests.synth.llm.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
-REPLIES = ROOT / "tests" / "llm" / "replies"
+REPLIES = ROOT / "tests" / "synth" / "llm" / "replies"
 
 
 def reply(name: str) -> str:
@@ -196,7 +196,7 @@ def test_librarian_retrieves_into_the_prompt_and_distils_a_skill(tmp_path: Path,
 
 def test_seeds_are_verified_first_without_asking_the_model(tmp_path: Path) -> None:
     from kernelevolve.graph.state import Draft
-    from tests.llm.conftest import fenced_code
+    from tests.synth.conftest import fenced_code
 
     seed = Draft(source=fenced_code("good_block1024"), intent="warm start: run X's n0004")
     chat = ScriptedChatModel([reply("good_block256")])

@@ -8,7 +8,7 @@ from kernelevolve.agents.planner import direction_for
 from kernelevolve.graph.compare import same_kernel, summary, unified_diff
 from kernelevolve.graph.search import ROOT, DiagnosisInfo, Node, SearchTree
 from kernelevolve.graph.state import Task
-from tests.llm.conftest import PROBLEM, fenced_code
+from tests.synth.conftest import PROBLEM, fenced_code
 
 GOOD = fenced_code("good_block256")
 

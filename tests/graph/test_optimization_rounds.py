@@ -18,11 +18,11 @@ from kernelevolve.config import load_settings
 from kernelevolve.graph.inspect import render_candidate
 from kernelevolve.graph.session import Session
 from kernelevolve.graph.state import EventKind
-from kernelevolve.llm.chat import LLMSynthesizer
 from kernelevolve.report import build_report
 from kernelevolve.store import records_from_state
-from tests.llm.conftest import PROBLEM, fenced_code, reply_text
-from tests.llm.scripted import ScriptedChatModel
+from kernelevolve.synth.llm.chat import LLMSynthesizer
+from tests.synth.conftest import PROBLEM, fenced_code, reply_text
+from tests.synth.llm.scripted import ScriptedChatModel
 
 
 def fenced(code: str, words: str = "Here is the kernel.") -> str:

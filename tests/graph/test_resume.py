@@ -117,10 +117,10 @@ def test_the_kernel_file_follows_the_best_through_an_interrupt_and_a_resume(tmp_
                                                                           ) -> None:
     """Interrupted after round 1 (Ctrl-C), the kernel file holds round 1's best; resumed, it
     follows the better kernel of round 2: never the earlier one (issue 48)."""
-    from kernelevolve.llm.chat import LLMSynthesizer
-    from tests.llm.scripted import ScriptedChatModel
+    from kernelevolve.synth.llm.chat import LLMSynthesizer
+    from tests.synth.llm.scripted import ScriptedChatModel
 
-    replies = ROOT / "tests" / "llm" / "replies"
+    replies = ROOT / "tests" / "synth" / "llm" / "replies"
     problem = tmp_path / "leaky_small.py"
     problem.write_text(TINY)
     out = tmp_path / "leaky_small_tuned.py"

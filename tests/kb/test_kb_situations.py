@@ -18,8 +18,8 @@ from kernelevolve.graph.search import DiagnosisInfo
 from kernelevolve.graph.state import ErrorInfo
 from kernelevolve.kb import KnowledgeBase, Situation, kb_target, lexical, retrieval
 from kernelevolve.kb.corpus import bundled_documents
-from kernelevolve.llm.factory import operator_class
 from kernelevolve.problem import load_problem
+from kernelevolve.synth.factory import operator_class
 
 CASES = json.loads((Path(__file__).parent / "librarian_cases.json").read_text())
 K = 4

@@ -12,12 +12,12 @@ import pytest
 from kernelevolve.config import load_settings
 from kernelevolve.graph.session import Session
 from kernelevolve.kb import Hit, Improvement, Situation, SkillWrite
-from kernelevolve.llm.chat import LLMSynthesizer
-from tests.llm.scripted import ScriptedChatModel
+from kernelevolve.synth.llm.chat import LLMSynthesizer
+from tests.synth.llm.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
-REPLIES = ROOT / "tests" / "llm" / "replies"
+REPLIES = ROOT / "tests" / "synth" / "llm" / "replies"
 
 # Markup an attacker would try: it must reach the page as text, never as elements.
 INJECTION = ('<script>document.body.setAttribute("data-pwned", "script")</script>'

@@ -22,13 +22,13 @@ import pytest
 from kernelevolve.config import Settings, load_settings
 from kernelevolve.graph.session import Session, TuneResult
 from kernelevolve.graph.state import RunState
-from kernelevolve.llm.chat import LLMSynthesizer
+from kernelevolve.synth.llm.chat import LLMSynthesizer
 from kernelevolve.tools.harness.pool import EvalPool
-from tests.llm.scripted import ScriptedChatModel
+from tests.synth.llm.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
-REPLIES = ROOT / "tests" / "llm" / "replies"
+REPLIES = ROOT / "tests" / "synth" / "llm" / "replies"
 # A key shaped like no known token (only its value, known from the environment, gives it away)
 # and one shaped like an OpenAI key; a base URL with credentials.
 API_KEY = "kx9-f8e7d6c5b4a3-92817"

@@ -15,13 +15,12 @@ from typer.testing import CliRunner
 from kernelevolve.cli import app
 from kernelevolve.graph.session import Session
 from kernelevolve.graph.state import Draft
-from kernelevolve.llm.chat import LLMSynthesizer
-from kernelevolve.llm.reply import parse_reply
 from kernelevolve.rl import ExportFilter, Redactor, collect, reward, write
 from kernelevolve.rl.redact import REDACTED
 from kernelevolve.store import SCHEMA_VERSION, CandidateRecord, RunRecord, RunStore
 from kernelevolve.store import sqlite as store_sqlite
-from tests.llm.scripted import ScriptedChatModel
+from kernelevolve.synth.llm.chat import LLMSynthesizer
+from kernelevolve.synth.llm.reply import parse_reply
 from tests.rl.runs import (
     API_KEY,
     BASE_URL,
@@ -33,6 +32,7 @@ from tests.rl.runs import (
     reply,
     tiny_problem,
 )
+from tests.synth.llm.scripted import ScriptedChatModel
 
 runner = CliRunner()
 

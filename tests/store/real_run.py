@@ -14,12 +14,12 @@ import pytest
 from kernelevolve.config import Settings, load_settings
 from kernelevolve.graph.session import RunSpec, Session, TuneResult
 from kernelevolve.graph.state import RunState
-from kernelevolve.llm.chat import LLMSynthesizer
-from tests.llm.scripted import ScriptedChatModel
+from kernelevolve.synth.llm.chat import LLMSynthesizer
+from tests.synth.llm.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "examples" / "problems" / "03_leaky_relu_scale_clamp.py"
-REPLIES = ROOT / "tests" / "llm" / "replies"
+REPLIES = ROOT / "tests" / "synth" / "llm" / "replies"
 SCRIPT = ["good_block256", "compile_error", "repaired"]
 
 

@@ -37,9 +37,9 @@ def reference_ops(problem: Problem) -> tuple[str, ...]:
     """The aten ops the reference runs, in graph order (``('convolution', 'native_group_norm',
     'mean')``), from the same ``make_fx`` trace the offline synthesizer reads; a reference that
     does not trace gives the torch calls its source names instead. Cached per source."""
-    from kernelevolve.llm.offline import Unsupported
-    from kernelevolve.llm.offline.fxgraph import calls, op_name
-    from kernelevolve.llm.offline.trace import trace
+    from kernelevolve.synth.offline import Unsupported
+    from kernelevolve.synth.offline.frontend.fxgraph import calls, op_name
+    from kernelevolve.synth.offline.frontend.trace import trace
 
     key = problem.digest
     if key not in _OPS:

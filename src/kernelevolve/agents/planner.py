@@ -35,7 +35,7 @@ from kernelevolve.graph.state import (
     Usage,
     prompt_state,
 )
-from kernelevolve.llm.synthesizer import Synthesizer
+from kernelevolve.synth.synthesizer import Synthesizer
 
 # What each bound asks the next candidate to do (the knowledge base's playbooks say how).
 ACTIONS = {

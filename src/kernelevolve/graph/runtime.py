@@ -14,8 +14,8 @@ from kernelevolve.config import Settings
 from kernelevolve.graph.rundir import write_kernel
 from kernelevolve.graph.state import Event, EventKind, Usage
 from kernelevolve.kb import KnowledgeSource
-from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem
+from kernelevolve.synth.synthesizer import Synthesizer
 from kernelevolve.targets import Target
 from kernelevolve.tools.harness.pool import EvalPool
 

@@ -37,7 +37,7 @@ class Call(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tokens_estimated: bool = Field(False, description="the endpoint reported no usage: the "
-                                                      "counts are estimates (llm/chat.py)")
+                                                      "counts are estimates (synth/llm/chat.py)")
 
 
 class Node(BaseModel):

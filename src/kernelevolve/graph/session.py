@@ -50,9 +50,9 @@ from kernelevolve.graph.rundir import (
 from kernelevolve.graph.runtime import Deps
 from kernelevolve.graph.state import Draft, Event, RunState, Task, Usage
 from kernelevolve.kb import Hit, Improvement, KnowledgeSource, Situation, SkillWrite
-from kernelevolve.llm.factory import choose_synthesizer, make_synthesizer, operator_class
-from kernelevolve.llm.synthesizer import Synthesizer
 from kernelevolve.problem import Problem, load_problem
+from kernelevolve.synth.factory import choose_synthesizer, make_synthesizer, operator_class
+from kernelevolve.synth.synthesizer import Synthesizer
 from kernelevolve.targets import Target, get_target, tune_target
 from kernelevolve.tools.harness.pool import make_pool
 from kernelevolve.tools.harness.result import EvalResult

@@ -6,7 +6,7 @@ the bundled one. Rendering is strict: a value a template uses but was not given 
 prompt never carries a placeholder; an absent optional section is left out by the template.
 
 The functions that build each prompt's context (and clip long text) sit beside the parser of
-their reply, in ``kernelevolve.llm.reply``.
+their reply, in ``kernelevolve.synth.llm.reply``.
 """
 
 from __future__ import annotations

@@ -229,7 +229,7 @@ def _task_of(run: RunRecord) -> tuple[Task, list[str]]:
 def _demonstration_prompt(cand: CandidateRecord, task: Task, constraints: list[str],
                           by_id: dict[str, CandidateRecord]) -> tuple[str, str]:
     """The system and user messages an LLM would have been shown for this expansion."""
-    from kernelevolve.llm.reply import coder_prompt, debugger_prompt, system_prompt
+    from kernelevolve.synth.llm.reply import coder_prompt, debugger_prompt, system_prompt
 
     parent = by_id.get(cand.parent or "")
     earlier = [c for c in by_id.values() if c.node_id < cand.node_id]

@@ -38,8 +38,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelevolve.errors import ConfigError
-from kernelevolve.llm.reply import parse_reply
 from kernelevolve.problem import Problem, load_problem
+from kernelevolve.synth.llm.reply import parse_reply
 from kernelevolve.tools.harness.pool import EvalPool
 from kernelevolve.tools.harness.result import EvalResult
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelevolve.llm.offline import Unsupported, analyze
 from kernelevolve.problem import load_problem
+from kernelevolve.synth.offline import Unsupported, analyze
 from kernelevolve.tools.harness.static import check_source
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -254,7 +254,7 @@ def _honest_sources() -> list[tuple[str, str]]:
     gpu = ast.parse((ROOT / "tests" / "gpu" / "test_cuda_harness.py").read_text())
     out += [("gpu/CUDA_RELU", ast.literal_eval(node.value)) for node in gpu.body
             if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "CUDA_RELU"]
-    replies = ROOT / "tests" / "llm" / "replies"
+    replies = ROOT / "tests" / "synth" / "llm" / "replies"
     out += [(f"replies/{p.name}", _reply_code(p))
             for p in sorted(replies.glob("*.md")) if p.stem.startswith(("good", "think_good",
                                                                         "repaired"))]

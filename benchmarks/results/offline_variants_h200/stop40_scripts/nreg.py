@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import torch
+from kernelevolve.llm.offline.analyze import analyze
 from triton.testing import do_bench
 
-from kernelevolve.llm.offline.analyze import analyze
 from kernelevolve.problem import call_factory, load_problem
 
 # the benchmarks' own candidate import (offline_variants_gpu._import)

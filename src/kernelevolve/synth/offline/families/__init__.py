@@ -1,0 +1,1 @@
+"""One template per operator family; ``analyze.py`` decides which writes a problem."""
