@@ -31,7 +31,19 @@ from kernelevolve.synth.llm.local.models import (
     server_available,
 )
 from kernelevolve.synth.llm.local.server import CONTEXT_TOKENS, LocalServer, default_threads
-from kernelevolve.synth.llm.local.synth import LOCAL_LIMITS, Choice, LocalSynthesizer, Use, choose
+
+# The synthesizer and ``choose`` load LangChain: imported at first use, so the CLI's ``llm``
+# commands (``local/cli.py``) start without it.
+_LAZY = {"LOCAL_LIMITS", "Choice", "LocalSynthesizer", "Use", "choose"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from kernelevolve.synth.llm.local import synth
+
+        return getattr(synth, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CONTEXT_TOKENS", "LOCAL_LIMITS", "MODELS", "XLLAMACPP", "LocalModel", "LocalServer",
