@@ -130,7 +130,8 @@ def run_case(case: Case, args: argparse.Namespace, out: Path, ceilings: Path) ->
 
     from kernelevolve.problem import parse_problem
     from kernelevolve.tools.diagnosis import ProfileReports, diagnosis_of
-    from kernelevolve.tools.profile_jobs import ProfileContext, ProfileOptions, build, run_profile
+    from kernelevolve.tools.profile_jobs import build, run_profile
+    from kernelevolve.tools.profiling import ProfileContext, ProfileOptions
 
     cuda = args.device == "cuda"
     problem = KERNELS / f"{case.problem}_problem.py"
@@ -183,7 +184,7 @@ def run_case(case: Case, args: argparse.Namespace, out: Path, ceilings: Path) ->
 def ncu_missing(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """The ncu pass with no ncu: the report must say so."""
     from kernelevolve.tools.ncu import run
-    from kernelevolve.tools.profile_jobs import ProfileOptions
+    from kernelevolve.tools.profiling import ProfileOptions
 
     class _Ctx:
         device_type = args.device

@@ -21,14 +21,8 @@ from kernelevolve.tools.diagnosis import (
     render_profile,
 )
 from kernelevolve.tools.metrics import metric
-from kernelevolve.tools.profile_jobs import (
-    ProfileContext,
-    ProfileOptions,
-    build,
-    driver_env,
-    plan,
-    run_profile,
-)
+from kernelevolve.tools.profile_jobs import build, plan, run_profile
+from kernelevolve.tools.profiling import ProfileContext, ProfileOptions, driver_env
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 KERNELS = DATA / "profiles" / "kernels"

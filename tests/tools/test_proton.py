@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from kernelevolve.tools import proton
-from kernelevolve.tools.profile_jobs import ProfileOptions
+from kernelevolve.tools.profiling import ProfileOptions
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "profiles" / "h200"
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernelevolve.tools import roofline
-from kernelevolve.tools.profile_jobs import ProfileOptions
+from kernelevolve.tools.profiling import ProfileOptions
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "profiles" / "h200"
 H200ISH = {"peak_bandwidth": 4000.0, "peak_tflops_bf16": 700.0, "peak_tflops_tf32": 350.0,

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from kernelevolve.tools import torch_profiler
-from kernelevolve.tools.profile_jobs import ProfileOptions
+from kernelevolve.tools.profiling import ProfileOptions
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "profiles" / "h200"
 

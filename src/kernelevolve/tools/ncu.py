@@ -140,7 +140,7 @@ def command(ncu: str, driver: list[str], launch_count: int, extra_metrics: bool 
 
 def _run(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, str, str]:
     """Run ``cmd`` in its own session; on timeout kill the whole group (ncu and the driver)."""
-    from kernelevolve.tools.profile_jobs import driver_env
+    from kernelevolve.tools.profiling import driver_env
 
     proc = subprocess.Popen(cmd, cwd=cwd, env=driver_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -161,7 +161,7 @@ def tool_errors(text: str) -> list[str]:
 
 def run(ctx: Any, opts: Any) -> dict[str, Any]:
     """The ncu pass (see ``profile_jobs``)."""
-    from kernelevolve.tools.profile_jobs import keep_raw, unavailable
+    from kernelevolve.tools.profiling import keep_raw, unavailable
 
     exe = find_ncu(opts.ncu_path)
     if exe is None:

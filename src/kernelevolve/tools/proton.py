@@ -83,7 +83,7 @@ def session(out: Path, forward: Callable[[], Any], sync: Callable[[], None], ite
 
 def run(ctx: Any, opts: Any) -> dict[str, Any]:
     """The proton pass (see ``profile_jobs``)."""
-    from kernelevolve.tools.profile_jobs import driver_env, keep_raw, unavailable
+    from kernelevolve.tools.profiling import driver_env, keep_raw, unavailable
 
     if ctx.device_type != "cuda":
         return unavailable(INSTRUMENT, "Proton needs a CUDA device")

@@ -195,7 +195,7 @@ def count_work(reference: Any, model: Any, inputs: list[Any], outputs: Any) -> d
 
 def run(ctx: Any, opts: Any) -> dict[str, Any]:
     """The roofline pass: ceilings (cached per device) and the forward's work."""
-    from kernelevolve.tools.profile_jobs import unavailable
+    from kernelevolve.tools.profiling import unavailable
 
     work = count_work(ctx.reference, ctx.model, ctx.inputs, ctx.forward())
     facts = {"dtype": work["dtype"]}

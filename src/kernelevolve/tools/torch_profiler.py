@@ -64,7 +64,7 @@ def capture(forward: Any, iters: int, trace_path: Path, cuda: bool) -> list[dict
 
 def run(ctx: Any, opts: Any) -> dict[str, Any]:
     """The torch-profiler pass (see ``profile_jobs``)."""
-    from kernelevolve.tools.profile_jobs import keep_raw
+    from kernelevolve.tools.profiling import keep_raw
 
     cuda = ctx.device_type == "cuda"
     trace = ctx.workdir / "torch_trace.json"

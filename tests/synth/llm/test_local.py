@@ -19,8 +19,8 @@ from kernelevolve.config import LLMConfig, StoreConfig, load_settings
 from kernelevolve.errors import ConfigError, LLMError, SynthesisError
 from kernelevolve.graph.state import ErrorInfo, Knowledge, PromptState, Task
 from kernelevolve.problem import load_problem
-from kernelevolve.synth.llm import local
 from kernelevolve.synth.factory import make_synthesizer
+from kernelevolve.synth.llm import local
 from kernelevolve.synth.llm.local import (
     MODELS,
     LocalModel,

@@ -528,7 +528,8 @@ class CandidateSide:
         """The profilers on the verified candidate (advisory: the verdict is already made). The
         FLOP count reads a reference instance built here from the problem file."""
         from kernelevolve.problem import parse_problem
-        from kernelevolve.tools.profile_jobs import ProfileContext, run_profile
+        from kernelevolve.tools.profile_jobs import run_profile
+        from kernelevolve.tools.profiling import ProfileContext
 
         _, reference, _ = parse_problem(problem).instantiate(sizes, seed)
         ctx = ProfileContext(problem=problem, candidate=candidate, sizes=sizes, seed=seed,
