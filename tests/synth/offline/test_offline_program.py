@@ -10,9 +10,9 @@ import random
 
 import pytest
 
+from kernelevolve.problem import load_problem
 from kernelevolve.synth.offline import Unsupported, analyze, mutate
 from kernelevolve.synth.offline.program import split
-from kernelevolve.problem import load_problem
 from tests.synth.offline.test_offline_coverage import _interpreted, _problem
 
 CONV_GELU_GROUPNORM = '''

@@ -90,9 +90,9 @@ def test_a_large_evaluation_holds_the_gpu_from_first_check_to_verdict(tmp_path, 
     cuda = torch.device("cuda")
     with worker.whole_gpu(cuda):
         assert not _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
-        with worker.gpu_lock(cuda, shared=True):  # its correctness checks
-            with worker.gpu_lock(cuda):  # its timing, nested as a profile's replay would be
-                assert not _try(path, fcntl.LOCK_SH)
+        # its correctness checks, and its timing nested in them as a profile's replay would be
+        with worker.gpu_lock(cuda, shared=True), worker.gpu_lock(cuda):
+            assert not _try(path, fcntl.LOCK_SH)
     assert _try(path, fcntl.LOCK_EX)
     with worker.gpu_lock(cuda, shared=True):
         assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)

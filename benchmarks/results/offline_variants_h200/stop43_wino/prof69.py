@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 import torch
+from kernelevolve.llm.offline import analyze
 from triton.testing import do_bench
 
-from kernelevolve.llm.offline import analyze
 from kernelevolve.problem import load_problem
 
 sys.path.insert(0, ".")

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from kernelevolve.synth.llm.local.aids import WorkedExample, contract_text, worked_example
 from kernelevolve.synth.llm.local.models import (
     MODELS,
@@ -35,9 +37,17 @@ from kernelevolve.synth.llm.local.server import CONTEXT_TOKENS, LocalServer, def
 # The synthesizer and ``choose`` load LangChain: imported at first use, so the CLI's ``llm``
 # commands (``local/cli.py``) start without it.
 _LAZY = {"LOCAL_LIMITS", "Choice", "LocalSynthesizer", "Use", "choose"}
+if TYPE_CHECKING:
+    from kernelevolve.synth.llm.local.synth import (
+        LOCAL_LIMITS,
+        Choice,
+        LocalSynthesizer,
+        Use,
+        choose,
+    )
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from kernelevolve.synth.llm.local import synth
 
