@@ -131,11 +131,22 @@ def test_the_search_moves_through_every_parts_parameters(tmp_path):
     assert {k.rpartition("@p")[2] for k in seen} >= {"0", "1"}
 
 
+def test_a_logsumexp_after_a_gemm_is_a_row_part(tmp_path):
+    """logsumexp is traced as its largest value, exponentials, a sum and a log (the largest
+    taken as zero where infinite, as torch does): a row template writes it."""
+    problem = _problem(tmp_path, "gemm_lse", GEMM_NORM_VIEW.replace(
+        "return torch.relu(y) + 1.0", "return torch.logsumexp(y, dim=2) * 2.0"))
+    plan = analyze(problem)
+    assert [p.plan.operator_class for p in plan.template.parts][:2] == ["matmul", "layernorm"]
+    _interpreted([problem.path])
+
+
 def test_a_part_no_template_writes_is_named(tmp_path):
     body = GEMM_NORM_VIEW.replace("return torch.relu(y) + 1.0",
-                                  "return torch.logsumexp(y, dim=2)")
+                                  "return torch.median(y, dim=2).values")
     with pytest.raises(Unsupported, match=r"split into parts: no template writes "
-                                          r"call_function .*logsumexp"):
-        analyze(_problem(tmp_path, "gemm_lse", body))
-    with pytest.raises(Unsupported, match=r"no template writes call_function .*logsumexp"):
-        split(_problem(tmp_path, "gemm_lse2", body))
+                                          r"call_method values|split into parts: no template "
+                                          r"writes call_function .*median"):
+        analyze(_problem(tmp_path, "gemm_median", body))
+    with pytest.raises(Unsupported, match=r"no template writes"):
+        split(_problem(tmp_path, "gemm_median2", body))

@@ -38,6 +38,19 @@ from ..plan import Unsupported
 
 # Inputs and parameters above this many elements are traced on the meta device only.
 _REAL_TRACE_ELEMENTS = 1 << 16
+def _logsumexp(x: torch.Tensor, dim: list[int], keepdim: bool = False) -> torch.Tensor:
+    """``torch.logsumexp`` in ops the templates know (PyTorch's own decomposition takes
+    ``masked_fill``): the largest value taken out before the exponentials, zero where it is
+    infinite, so an infinity or NaN comes out as torch's does."""
+    dims = tuple(dim) if isinstance(dim, list | tuple) else (dim,)
+    top = torch.amax(x, dims, keepdim=True)
+    top = torch.where(torch.abs(top) == math.inf, 0.0, top)
+    out = torch.log(torch.sum(torch.exp(x - top), dims, keepdim=True)) + top
+    return out if keepdim else out.squeeze(dims)
+
+
+# Ops traced as a decomposition into ops the templates know.
+_DECOMPOSED = {torch.ops.aten.logsumexp.default: _logsumexp}
 _MARKER_BASE = 7.389056098930651  # e**2: not a value a problem is likely to hold
 # Names a candidate module defines or imports: forward arguments must not shadow them.
 _RESERVED = {"self", "torch", "triton", "tl", "nn", "F", "math", "out", "grid", "ModelNew"}
@@ -171,12 +184,14 @@ def _make_graph(model: torch.nn.Module, inputs: list[torch.Tensor]) -> torch.fx.
         return functional_call(model, params, tuple(flat[len(names):]))
 
     with torch.no_grad():
-        gm = make_fx(forward)(*[state[n] for n in names], *inputs)
+        gm = make_fx(forward, decomposition_table=_DECOMPOSED)(
+            *[state[n] for n in names], *inputs)
         if _mutates(gm):
             # in-place ops (``relu_``, ``add_``, ``nn.ReLU(inplace=True)``) as their functional
             # forms, so the templates see the ops they know; traced this way only where the
             # plain trace mutates, so every other graph stays exactly as it was
-            gm = make_fx(functionalize(forward))(*[state[n] for n in names], *inputs)
+            gm = make_fx(functionalize(forward), decomposition_table=_DECOMPOSED)(
+                *[state[n] for n in names], *inputs)
         return gm
 
 
