@@ -214,3 +214,17 @@ def test_small_sizes_that_are_input_dimensions_move_where_the_problem_accepts_it
     assert sizes["batch_size"] == 5 and sizes["channels"] == 3
     assert sizes["kernel_size"] == 3 and sizes["dim"] == 1 and sizes["height"] != 32
     assert problem.rejects(sizes) is None
+
+
+def test_a_list_of_widths_is_sizes_and_shrinks_with_the_rest():
+    """A model's hidden widths written as a list (KernelBench level 3's MLPs: ``layer_sizes =
+    [400, 800]``) are sizes, one per element, so the interpreter's check shrinks them too: a
+    3-layer MLP of 32768-wide layers had kept 1e9 weights at its "shrunk" sizes."""
+    mlp = Path(__file__).parent / "synth" / "offline" / "data" / "mlp3.py"
+    problem = load_problem(mlp)
+    assert problem.sizes == {"batch_size": 128, "input_size": 16384, "layer_sizes[0]": 32768,
+                             "layer_sizes[1]": 32768, "output_size": 16384}
+    small = problem.shrink_sizes(4096)
+    assert small["layer_sizes[0]"] < 100 and problem.input_elements(small) <= 2 * 4096
+    module = problem.module({"layer_sizes[1]": 24})
+    assert module.layer_sizes == [32768, 24]  # still a list, as written

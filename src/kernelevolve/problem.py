@@ -64,15 +64,16 @@ def _int_value(node: ast.expr) -> int | None:
 
 def _size_slots(stmt: ast.stmt) -> tuple[list[str], list[tuple[int | None, int]]] | None:
     """The sizes one top-level statement sets: its target names and, per slot, (index in a
-    tuple or None, value). ``batch = 16``, ``height = width = 128``, ``M = 1024 * 2`` and
-    ``input_shape = (3, 224, 224)`` (one size per element) set sizes; anything else none."""
+    tuple or None, value). ``batch = 16``, ``height = width = 128``, ``M = 1024 * 2``,
+    ``input_shape = (3, 224, 224)`` and ``layer_sizes = [400, 800]`` (one size per element:
+    a model's hidden widths shrink with the rest) set sizes; anything else none."""
     if not (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)):
         return None
     names = [t.id for t in stmt.targets]  # type: ignore[attr-defined]
     value = _int_value(stmt.value)
     if value is not None:
         return names, [(None, value)]
-    if isinstance(stmt.value, ast.Tuple) and stmt.value.elts:
+    if isinstance(stmt.value, ast.Tuple | ast.List) and stmt.value.elts:
         values = [_int_value(e) for e in stmt.value.elts]
         if all(v is not None for v in values):
             return names, [(i, v) for i, v in enumerate(values)]  # type: ignore[misc]
@@ -189,6 +190,8 @@ def _rewrite_sizes(tree: ast.Module, sizes: Mapping[str, int]) -> ast.Module:
             values: list[ast.expr] = [ast.Constant(int(sizes.get(_slot_name(n, i), v)))
                                       for i, v in slots]
             value: ast.expr = (values[0] if slots[0][0] is None
+                               else ast.List(elts=values, ctx=ast.Load())
+                               if isinstance(stmt.value, ast.List)  # type: ignore[attr-defined]
                                else ast.Tuple(elts=values, ctx=ast.Load()))
             new_nodes.append(ast.copy_location(
                 ast.Assign(targets=[ast.Name(n, ast.Store())], value=value), stmt))

@@ -150,3 +150,16 @@ def test_a_part_no_template_writes_is_named(tmp_path):
         analyze(_problem(tmp_path, "gemm_median", body))
     with pytest.raises(Unsupported, match=r"no template writes"):
         split(_problem(tmp_path, "gemm_median2", body))
+
+
+def test_a_three_layer_mlp_is_three_gemm_parts_checked_at_shrunk_widths():
+    """Issue #49's 3-layer MLP (32768-wide hidden layers in a list): three GEMM parts with
+    their ReLUs fused, checked in the interpreter at widths shrunk with the rest."""
+    from pathlib import Path
+
+    path = Path(__file__).with_name("data") / "mlp3.py"
+    plan = analyze(load_problem(path))
+    parts = plan.template.parts
+    assert [p.plan.operator_class for p in parts] == ["matmul"] * 3
+    assert "relu" in parts[0].plan.description and "relu" not in parts[2].plan.description
+    _interpreted([path])
