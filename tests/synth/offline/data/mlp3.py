@@ -3,9 +3,10 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     def __init__(self, input_size, layer_sizes, output_size):
-        super(Model, self).__init__()
+        super().__init__()
         layers = []
         current_input_size = input_size
         for layer_size in layer_sizes:
