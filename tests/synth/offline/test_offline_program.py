@@ -163,3 +163,47 @@ def test_a_three_layer_mlp_is_three_gemm_parts_checked_at_shrunk_widths():
     assert [p.plan.operator_class for p in parts] == ["matmul"] * 3
     assert "relu" in parts[0].plan.description and "relu" not in parts[2].plan.description
     _interpreted([path])
+
+
+GEMM_POOL_SCALE_MAX = '''
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, pool_kernel_size, scale_factor):
+        super().__init__()
+        self.matmul = nn.Linear(in_features, out_features)
+        self.avg_pool = nn.AvgPool1d(kernel_size=pool_kernel_size)
+        self.scale_factor = scale_factor
+
+    def forward(self, x):
+        x = self.matmul(x)
+        x = self.avg_pool(x.unsqueeze(1)).squeeze(1)
+        x = torch.nn.functional.gelu(x)
+        x = x * self.scale_factor
+        return torch.max(x, dim=1).values
+
+
+batch_size = 16
+in_features = 32
+out_features = 64
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, 4, 2.0]
+'''
+
+
+def test_a_float_attribute_is_read_at_call_time_in_every_part(tmp_path):
+    """KernelBench level 2's 98: the module-level trace reads ``self.scale_factor`` as a number;
+    traced as a marker and written back, the reduction part reads the attribute (the judge
+    varies it: a hard-wired 2.0 was 4% off at another value)."""
+    problem = _problem(tmp_path, "gemm_pool_scale_max", GEMM_POOL_SCALE_MAX)
+    plan = analyze(problem)
+    last = plan.template.parts[-1]
+    assert last.plan.operator_class == "reduction"
+    assert "gelu * self.scale_factor" in last.path.read_text()
+    source = plan.render(plan.default_params())
+    assert "* scale_factor" in source and "* 2.0" not in source
+    _interpreted([problem.path])

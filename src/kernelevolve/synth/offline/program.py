@@ -32,6 +32,7 @@ import torch.fx
 from kernelevolve.problem import Problem, call_factory, load_problem
 from kernelevolve.pyparse import parse
 
+from .frontend.trace import _float_attrs, _markers, self_expr
 from .plan import KernelPlan, Unsupported
 
 MAX_PARTS = 8
@@ -75,12 +76,17 @@ def _glue(node: torch.fx.Node) -> bool:
 
 
 def _trace(problem: Problem) -> tuple[torch.fx.GraphModule, list[str]]:
+    """The forward at the module level. Float attributes (``self.scale_factor``) are read by
+    the trace as numbers: they are traced as markers, which ``_code`` writes back as the
+    attribute, so every part reads them at call time as the reference does."""
     module = problem.module(problem.sizes)
     with torch.device("meta"):
         init = call_factory(module, "get_init_inputs", problem.path)
         model = module.Model(*init)
     try:
-        gm = torch.fx.symbolic_trace(model)
+        with _markers(_float_attrs(model)) as marks:
+            gm = torch.fx.symbolic_trace(model)
+        gm.meta["markers"] = marks
     except Exception as exc:  # data-dependent control flow, unsupported Python
         raise Unsupported(f"torch.fx could not trace Model.forward at the module level "
                           f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
@@ -106,10 +112,22 @@ def _span(nodes: list[torch.fx.Node], start: int, end: int) -> tuple[list[str], 
     return inputs, nodes[end].name
 
 
+class _Attributes(ast.NodeTransformer):
+    """Marker numbers back to the float attributes they stand for (``self.scale_factor``)."""
+
+    def __init__(self, marks: dict[float, str]) -> None:
+        self.marks = marks
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if type(node.value) is float and node.value in self.marks:
+            return ast.parse(self_expr(self.marks[node.value]), mode="eval").body
+        return node
+
+
 def _code(gm: torch.fx.GraphModule, graph: torch.fx.Graph, name: str) -> str:
     """``graph`` as Python: a function ``name(self, ...)`` over the model's attributes."""
     code = graph.python_code(root_module="self").src
-    tree = ast.parse(code)
+    tree = _Attributes(gm.meta.get("markers", {})).visit(ast.parse(code))
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     fn.name = name
     fn.returns = None
