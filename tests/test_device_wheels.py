@@ -1,4 +1,4 @@
-"""benchmarks/device_wheels.py keeps one version of each distribution in its folder: a second
+"""benchmarks/device/device_wheels.py keeps one version of each distribution in its folder: a second
 (an older run's) made the device's ``pip install .whl/*.whl`` refuse every wheel (stop 43:
 httpcore2 2.16.2 beside 2.17.0, "ResolutionImpossible")."""
 
@@ -8,7 +8,7 @@ from tests.benchmark_script import load
 
 
 def test_a_new_version_replaces_the_old_and_leaves_the_rest(tmp_path):
-    dw = load("device_wheels")
+    dw = load("device/device_wheels")
     out, new = tmp_path / "out", tmp_path / "new"
     out.mkdir()
     new.mkdir()

@@ -1,4 +1,4 @@
-"""benchmarks/ptxas_report.py's reading of a kernel's SASS: where its spills lie against the
+"""benchmarks/probes/ptxas_report.py's reading of a kernel's SASS: where its spills lie against the
 main loop (the span a backward branch after the last tensor-core instruction closes). On sm_90
 the TMA convolution GEMM spills 1-4 KB, all of it in its NaN fallback and epilogue, none in the
 loop (``benchmarks/results/ptxas_conv_tma_sm90.md``); a spill moved into the loop must show."""
@@ -30,7 +30,7 @@ LOOP_SPILL
 
 
 def test_spills_outside_the_loop_are_told_apart_from_spills_in_it():
-    read = load("ptxas_report").spills_in_main_loop
+    read = load("probes/ptxas_report").spills_in_main_loop
     outside = read(SASS.replace("LOOP_SPILL\n", ""))
     assert "2 spill instructions, 0 in the main loop" in outside, outside
     inside = read(SASS.replace("LOOP_SPILL", "        /*3660*/                   STL [R1+0x20], R6 ;"))
@@ -39,6 +39,6 @@ def test_spills_outside_the_loop_are_told_apart_from_spills_in_it():
 
 
 def test_no_loop_or_no_products_is_said():
-    read = load("ptxas_report").spills_in_main_loop
+    read = load("probes/ptxas_report").spills_in_main_loop
     assert "no loop" in read(SASS.replace("@P1 BRA `(.L_x_12)", "@P1 BRA `(.L_x_7)"))
     assert "no tensor-core instructions" in read("        /*00a0*/   STL [R1+0x10], R4 ;\n")

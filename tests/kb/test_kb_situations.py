@@ -1,8 +1,8 @@
 """Retrieval for the situations the Librarian really sees, on the labelled set
 ``librarian_cases.json`` (KernelBench operators x fresh / repair / optimize; real error
 messages of broken kernels run through the harness on the cpu target; profiler diagnoses with
-the Planner's intents). ``benchmarks/kb_retrieval.py`` measures the whole set, before and after,
-with its held-out third; this test checks every other case, built through the Librarian's own
+the Planner's intents). ``benchmarks/suites/kb_retrieval.py`` measures the whole set, before and
+after, with its held-out third; this test checks every other case, built through the Librarian's own
 code (``librarian.situation``, ``reference_ops``).
 """
 

@@ -350,8 +350,8 @@ def test_captured_h200_evidence():
 
 
 def test_captured_h200_summary_all_matched_within_30_s():
-    # The GPU evidence (benchmarks/profile_gpu.py --harness on the H200, NOTES.md): every known
-    # case diagnosed as constructed, each full profile (every instrument, the ncu replay
+    # The GPU evidence (benchmarks/suites/profile_gpu.py --harness on the H200, NOTES.md): every
+    # known case diagnosed as constructed, each full profile (every instrument, the ncu replay
     # included) within 30 s, and the copy through the evaluation harness too.
     summary = json.loads((CAPTURED / "summary.json").read_text())
     assert summary["env"]["device"] == "NVIDIA H200"

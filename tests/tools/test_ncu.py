@@ -1,6 +1,6 @@
 """The ncu wrapper: command line, parsing of the raw-page CSV, and the pass's failure reports.
 
-Tests on ``CAPTURED`` read real output of ``benchmarks/profile_gpu.py`` on the H200 (ncu
+Tests on ``CAPTURED`` read real output of ``benchmarks/suites/profile_gpu.py`` on the H200 (ncu
 2025.3.1, sm_90; tests/data/profiles/h200, see NOTES.md) and are required. ``SYNTHETIC`` is a CSV
 written here in the same raw-page layout (header, units row, one row per launch) for the branches
 the captured runs do not reach: several kernels in one forward, the second stall-metric family.

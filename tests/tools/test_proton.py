@@ -1,8 +1,8 @@
 """The Proton wrapper: parsing of Proton's hatchet tree (per-kernel times, launch metadata,
 intra-kernel scopes) and the pass's reports where Proton cannot run.
 
-``CAPTURED`` tests read real output of ``benchmarks/profile_gpu.py`` on the H200 (Triton 3.6.0)
-and are required. Its layout: a list of the ROOT frame (``count`` 0, ``time (ns)`` 0) and the
+``CAPTURED`` tests read real output of ``benchmarks/suites/profile_gpu.py`` on the H200 (Triton
+3.6.0) and are required. Its layout: a list of the ROOT frame (``count`` 0, ``time (ns)`` 0) and the
 device table; the ``kernelevolve.forward`` scope under ROOT; kernel leaves under it with
 ``count``, ``device_id``, ``device_type`` and ``time (ns)`` summed over the forwards; the
 instrumented run's tree ROOT > kernel > scope with ``cycles`` (summed over warps) and

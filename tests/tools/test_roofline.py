@@ -1,5 +1,5 @@
 """Roofline: the arithmetic, the per-device cache, and counting a forward's work on the CPU.
-Measuring the ceilings needs a GPU (benchmarks/profile_gpu.py records them on the H200)."""
+Measuring the ceilings needs a GPU (benchmarks/suites/profile_gpu.py records them on the H200)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The PyTorch Profiler wrapper: a real capture on the CPU (host side only), and parsing of
 GPU traces.
 
-``CAPTURED`` tests read real traces of ``benchmarks/profile_gpu.py`` on the H200 (torch
+``CAPTURED`` tests read real traces of ``benchmarks/suites/profile_gpu.py`` on the H200 (torch
 2.11.0+cu130) and are required. In them each forward is a ``user_annotation`` range (and a
 ``gpu_user_annotation`` twin on the device); Triton launches through the driver
 (``cuda_driver`` / ``cuLaunchKernelEx``), joined to its ``kernel`` event by ``args.correlation``;

@@ -1,8 +1,8 @@
 """A tiny randomly initialised chat model, built locally: no download, seconds on a CPU.
 
-For tests and smoke runs of post-training (``benchmarks/rl_posttrain.py --tiny``): a byte-level
-BPE tokenizer trained on the given texts (the ``tokenizers`` library) with a ChatML chat template,
-and a 2-layer Qwen2 causal LM from a config. Its replies are noise: it proves the plumbing
+For tests and smoke runs of post-training (``benchmarks/suites/rl_posttrain.py --tiny``): a
+byte-level BPE tokenizer trained on the given texts (the ``tokenizers`` library) with a ChatML chat
+template, and a 2-layer Qwen2 causal LM from a config. Its replies are noise: it proves the plumbing
 (datasets, trainers, the reward through the evaluation pool), not a model.
 """
 

@@ -35,7 +35,7 @@ import numpy as np
 from kernelevolve.errors import WorkerError
 
 # TF32 keeps fp32's sign, exponent and top 10 mantissa bits: the low 13 are what the tensor
-# cores drop (measured on the H200: benchmarks/tf32_operand_bits_gpu.py).
+# cores drop (measured on the H200: benchmarks/experiments/tf32_operand_bits_gpu.py).
 _TF32_KEEP = np.uint32(0xFFFFE000)
 _TF32_HALF = np.uint32(0x1000)
 
