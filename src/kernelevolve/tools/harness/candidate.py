@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from kernelevolve.problem import as_list
 from kernelevolve.tools.harness import compare
@@ -304,6 +305,8 @@ class CandidateSide:
     last_out: Any = None
     # the outputs handed out before, newest first, held as a caller would hold them
     previous: list[Any] = field(default_factory=list)
+    # weak handles on the storages of every output handed out (OutputStorages)
+    storages: OutputStorages = field(default_factory=lambda: OutputStorages())
 
     def do_load(self) -> dict[str, Any]:
         self.cls = load_candidate(self.path, self.integrity, self.tag)
@@ -376,6 +379,8 @@ class CandidateSide:
         ``reverse_order`` in the reverse of the previous forward's (interpreter.py)."""
         model = self.models[key]
         args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
+        # Before this forward: the outputs the caller let go of since must have been freed.
+        kept = self.storages.still_alive(self.last_out, self.previous)
         before = compare.snapshot(args)
         # Free memory holds garbage, not an earlier output a kernel that skips writes would find
         # (this process never held the reference's answers; its own earlier outputs are for
@@ -401,6 +406,7 @@ class CandidateSide:
                                   f"{tb_tail(exc)}", fatal=is_fatal_device_error(exc)) from exc
         seconds = time.perf_counter() - t0
         retained = retained_outputs(out, args)
+        self.storages.handed_out(out, [*args, *model.parameters(), *model.buffers()])
         self.last_out = out
         small = self.device.type == "cuda" or sum(  # on a GPU they go back by handle
             t.numel() * t.element_size() for t in args
@@ -418,6 +424,7 @@ class CandidateSide:
             "notes": list(AUTOTUNE.notes),
             "autotune_configs": AUTOTUNE.most,
             "retained": retained,
+            "kept_storages": kept,
         }
 
     def do_memory(self) -> dict[str, Any]:
@@ -536,6 +543,47 @@ class CandidateSide:
                              inputs=self.buffers[buf], forward_ms=forward_ms,
                              workdir=Path(workdir))
         return {"reports": run_profile(ctx, options)}
+
+
+class OutputStorages:
+    """Weak handles on the storages of the outputs the forward handed out (no memory held:
+    a storage whose last owner lets go is freed even while its handle lives). Once the caller
+    (the harness, holding outputs as a caller would) has let an output go, its storage must be
+    freed: one still alive is held by the candidate, which may write it again (a ring of
+    buffers of any length, outputs made with ``set_`` on kept memory, a cache of outputs).
+    Storages of the forward's inputs, parameters and buffers are the input checks' business
+    and are not followed."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entries: list[tuple[StorageWeakRef, int]] = []  # (storage, the call that made it)
+        self.held_calls: dict[int, int] = {}  # id of an output the harness holds -> its call
+
+    def handed_out(self, out: Any, own: list[Any]) -> None:
+        """Follow the storages of ``out`` (this forward's outputs), other than ``own``'s."""
+        self.calls += 1
+        mine = {t.untyped_storage()._cdata for t in own if isinstance(t, torch.Tensor)}
+        seen = set()
+        for t in compare.tensors_of(out):
+            storage = t.untyped_storage()
+            if storage._cdata in mine or storage._cdata in seen or not storage.nbytes():
+                continue
+            seen.add(storage._cdata)
+            self.entries.append((StorageWeakRef(storage), self.calls))
+        self.held_calls[id(out)] = self.calls
+
+    def still_alive(self, last_out: Any, previous: list[Any]) -> list[int]:
+        """How many calls ago each output the harness no longer holds was made, for those
+        whose storage is still alive (after a garbage collection: a reference cycle is not
+        the candidate keeping memory). Freed ones are forgotten."""
+        held = {self.held_calls[id(o)] for o in (last_out, *previous) if id(o) in self.held_calls}
+        self.held_calls = {i: c for i, c in self.held_calls.items() if c in held}
+        alive = [(w, c) for w, c in self.entries if c in held or not w.expired()]
+        if any(c not in held for _, c in alive):
+            gc.collect()
+            alive = [(w, c) for w, c in alive if c in held or not w.expired()]
+        self.entries = alive
+        return sorted({self.calls - c + 1 for _, c in alive if c not in held})
 
 
 def retained_outputs(out: Any, args: list[Any], harness: list[Any] | None = None) -> list[int]:

@@ -126,8 +126,9 @@ FLOOR_MIN_L2 = 4
 MIN_COPIES = 5
 # run_plan: how many earlier outputs the candidate's process holds (as a caller would) and the
 # judge checks unchanged after each forward: a ring of that many buffers is caught (a larger
-# one by the candidate process's reference check, candidate.retained_outputs). On a GPU each is
-# a whole output (gigabytes at KernelBench's sizes).
+# one by the candidate process's reference check, candidate.retained_outputs, and at any length
+# by the storage check, candidate.OutputStorages: an output let go of must be freed). On a GPU
+# each is a whole output (gigabytes at KernelBench's sizes).
 PREVIOUS_KEPT = 4
 # plans: on the interpreter targets the size furthest below its real value once at that value
 # (or as near as fits), the others shrunk until inputs and parameters hold at most this many
@@ -575,6 +576,14 @@ class Evaluation:
             raise Verdict("mismatch", f"the forward keeps a reference to the memory of its "
                                       f"output(s) {obs.retained} ({label}): a buffer reused "
                                       f"across calls changes the results a caller holds; "
+                                      f"allocate each call's outputs anew")
+        if obs.kept_storages:
+            ages = ", ".join(map(str, obs.kept_storages))
+            raise Verdict("mismatch", f"the memory of the output(s) returned {ages} call(s) "
+                                      f"before this one ({label}) is still held by the candidate after the "
+                                      f"caller let them go: outputs handed out of kept buffers "
+                                      f"(a ring, set_ on a cached tensor) change the results a "
+                                      f"caller holds when later calls write them again; "
                                       f"allocate each call's outputs anew")
         return out
 
@@ -1692,6 +1701,7 @@ class _Observed:
     tampered: list[str]
     notes: list[str]
     retained: list[int]
+    kept_storages: list[int]  # how many calls ago: outputs let go of whose memory lives on
     autotune_configs: int  # the most configs an autotuned kernel had to turn through
 
     @classmethod
@@ -1706,6 +1716,7 @@ class _Observed:
                 tampered=[str(t) for t in reply["tampered"]],
                 notes=[str(n) for n in reply.get("notes", [])],
                 retained=[int(i) for i in reply.get("retained", [])],
+                kept_storages=[int(i) for i in reply.get("kept_storages", [])],
                 autotune_configs=max(1, int(reply.get("autotune_configs", 1))))
         except (KeyError, TypeError, ValueError) as exc:
             raise Verdict("cheat", f"the candidate's process sent a malformed report "
