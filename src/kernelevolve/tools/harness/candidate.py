@@ -473,6 +473,53 @@ class CandidateSide:
         return {"latency": lat["candidate"].to_dict(), "samples": samples,
                 "tampered": self.integrity.tampered()}
 
+    def do_calls(self, key: str, buf: int, n: int, budget_s: float, sample_rounds: list[int]
+                 ) -> dict[str, Any]:
+        """``n`` forwards on input set ``buf`` (fewer where they take over ``budget_s``: "ran"
+        says how many), its floating values varied before each (rotated, as the timed trials'
+        are: timing.InputVariation), every other one in new memory holding those values, each
+        under the op recorder; the outputs of ``sample_rounds`` go back with their rotations,
+        for the judge to check. The held buffers get their values back."""
+        model, held = self.models[key], self.buffers[buf]
+        base = compare.snapshot(held)
+        variation = InputVariation(base)
+        ops: set[str] = set()
+        fewest = None
+        samples: list[tuple[int, int, Any]] = []
+        t0, ran = time.perf_counter(), 0
+        with torch.no_grad():
+            for round_ in range(int(n)):
+                if round_ and time.perf_counter() - t0 > float(budget_s):
+                    break
+                ran = round_ + 1
+                shift = variation.apply(held)
+                args = held if round_ % 2 == 0 else [
+                    a.clone() if isinstance(a, torch.Tensor) else a for a in held]
+                recorder = OpRecorder()
+                self.launches.count = 0
+                PROGRAM_ORDER.begin_forward(reverse=False)
+                AUTOTUNE.begin_forward(round_)
+                try:
+                    with recorder:
+                        out = model(*args)
+                except Exception as exc:
+                    status = "compile_error" if is_compile_error(exc) else "runtime_error"
+                    raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__} on call "
+                                          f"{round_ + 1} of {n} in a row: {exc}\n{tb_tail(exc)}",
+                                  fatal=is_fatal_device_error(exc)) from exc
+                ops.update(recorder.ops)
+                ops.update(recorder.unseen)
+                fewest = self.launches.count if fewest is None else min(fewest,
+                                                                        self.launches.count)
+                if round_ in sample_rounds:
+                    samples.append((round_, shift, _plain(compare.clone_tree(out))))
+                del out, args
+        for a, b in zip(held, base, strict=True):
+            if isinstance(a, torch.Tensor):
+                a.copy_(b)
+        return {"ran": ran, "ops": sorted(ops), "fewest_launches": fewest or 0, "samples": samples,
+                "tampered": self.integrity.tampered()}
+
     def do_repeat(self, key: str, buf: int, n: int) -> dict[str, Any]:
         """``n`` forwards back to back on the held inputs, then a synchronize: the judge times
         this request by its own clock (Evaluation.check_wall_clock)."""

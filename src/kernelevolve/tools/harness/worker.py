@@ -138,6 +138,18 @@ REAL_SIZE_BUDGET = 2
 REAL_SIZE_PLANS = 1
 REAL_SIZE_MAX_S = 30.0
 PREVIOUS_KEPT_CUDA = 2
+# check_many_calls: after the other checks, a run of forwards at the base sizes whose length
+# the candidate cannot predict, then a checked one (a kernel right only for its first N calls,
+# a "time bomb", is caught wherever N is below the run). The length is MANY_CALLS_SCALE / u for
+# u uniform in (0, 1] (P(length >= n) = SCALE / n: no length is safe to wait for), capped by a
+# time budget: MANY_CALLS_SHARE of the correctness stage so far, at most MANY_CALLS_MAX_S,
+# divided by one forward's time at the base sizes. MANY_CALLS_SAMPLES of the run's outputs are
+# checked too (a kernel wrong only for a while).
+MANY_CALLS_SCALE = 16
+MANY_CALLS_SHARE = 0.15
+MANY_CALLS_MAX_S = 3.0
+MANY_CALLS_SAMPLES = 2
+MANY_CALLS_MAX = 4096
 
 
 @contextlib.contextmanager
@@ -307,6 +319,7 @@ class Evaluation:
         self.weight_seed = (self.seed * 7919 + 17) % 2**31 if seed is not None else (
             secrets.randbelow(2**31))
         self.base_forward_s = 0.0  # the judge's own clock over a forward at the base sizes
+        self.base_call_s = 0.0  # the candidate process's clock over the forward alone there
         # The baselines' flags (eval.baseline): what eager and torch.compile are timed with;
         # the other preset is timed beside them where it changes the problem's ops. The truth
         # stays TF32-off whatever they are (serve).
@@ -785,6 +798,9 @@ class Evaluation:
             out, expected = self.check_once(key, ref, inputs, label)
             if plan.pointer_reuse:  # the base sizes: what one forward costs here (the least)
                 self.base_forward_s = min(self.base_forward_s or math.inf, self.last_forward_s)
+                if self.last_observed is not None:
+                    self.base_call_s = min(self.base_call_s or math.inf,
+                                           self.last_observed.seconds)
             out_digest = compare.fingerprint(out, fp_key)
             turn = self.last_turn
             configs = self.last_observed.autotune_configs if self.last_observed else 1
@@ -943,6 +959,63 @@ class Evaluation:
                 if self.varied_floats else ""))
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+
+    def check_many_calls(self, problem: Problem, sizes: dict[str, int], spent_s: float
+                         ) -> None:
+        """Forwards at the base sizes, on the instance the input sets ran on, as many as drawn
+        for this evaluation (MANY_CALLS_SCALE / u, capped by the time budget): each on new
+        values (rotated, as the timed trials' are), every other one in new memory; a random
+        sample of their outputs is checked, then one more forward on new inputs. A kernel that
+        turns wrong (or to torch) after some number of calls cannot know where the judge's
+        calls end. On a timed GPU evaluation the timing loop and the check after it do this."""
+        if self.device.type == "cuda" and self.job.get("timed"):
+            return
+        budget = min(MANY_CALLS_MAX_S, MANY_CALLS_SHARE * spent_s)
+        drawn = min(MANY_CALLS_MAX, int(MANY_CALLS_SCALE * 2**32 / (1 + secrets.randbelow(2**32))))
+        # the forward alone, as the candidate's process timed it: what one call of the run costs
+        per_call = max(self.base_call_s or self.base_forward_s or 0.0, 1e-5)
+        expect = max(1, min(drawn, int(budget / per_call)))
+        module, ref, key = self.build(problem, sizes)
+        inputs = self.inputs(module, problem, self.seed + 2800)
+        variation = InputVariation(compare.snapshot(inputs))
+        buf = self._buffer(inputs)
+        self.remote.ask("load_inputs", buf=buf, inputs=inputs)
+        self.sent.add(buf)
+        rounds = sorted(secrets.SystemRandom().sample(range(expect),
+                                                      min(expect, MANY_CALLS_SAMPLES)))
+        reply = self.remote.ask("calls", key=key, buf=buf, n=drawn, budget_s=budget,
+                                sample_rounds=rounds)
+        n = int(reply.get("ran", 0))
+        label = f"{n} calls in a row at {sizes}"
+        forbidden = sorted(str(op) for op in reply.get("ops", [])
+                           if op not in ALLOWED_ATEN_OPS | self.allowed)
+        if forbidden:
+            raise Verdict("cheat", f"the forward ran torch ops that do the work ({label}): "
+                                   f"{', '.join(forbidden)}")
+        if int(reply.get("fewest_launches", 0)) == 0:
+            raise Verdict("cheat", f"a forward launched no custom kernel ({label})")
+        if reply.get("tampered"):
+            raise Verdict("cheat", f"the forward replaced harness functions: {reply['tampered']}")
+        samples = list(reply.get("samples") or [])
+        asked = [r for r in rounds if r < n]
+        if sorted(int(r) for r, _, _ in samples) != asked:
+            raise Verdict("cheat", f"the candidate's process returned outputs of calls "
+                                   f"{[int(r) + 1 for r, _, _ in samples]} of {label}, the judge "
+                                   f"asked for {[r + 1 for r in asked]}")
+        for round_, shift, out in samples:
+            variation.apply(inputs, int(shift))
+            what = f"call {int(round_) + 1} of {label}"
+            self.compare(self.reference(ref, inputs), out, what,
+                         truth=functools.partial(self.reference64, ref, inputs),
+                         nudged=functools.partial(self.reference_nudged, ref, inputs),
+                         baseline=functools.partial(self.reference_baseline, ref, inputs))
+        del samples, reply
+        self.refill(module, problem, inputs, self.seed + 2900)
+        self.check_once(key, ref, inputs, f"new inputs after {label}")
+        self.check("correct after many calls", True,
+                   f"{n} calls (a length drawn for this evaluation, {drawn}, within "
+                   f"{budget:.1f} s), calls {[r + 1 for r in asked]} and one after checked")
+        self.release(inputs)
 
     def finite_variant(self, family: Callable[[torch.Generator, int], tuple[
                            str, Callable[[torch.Tensor], torch.Tensor]]],
@@ -1456,6 +1529,7 @@ class Evaluation:
                                           f"{plan.sizes}: {exc}")
                 self.run_variants(problem, first.sizes)
                 self.run_nonfinite(problem, first.sizes)
+                self.check_many_calls(problem, first.sizes, time.perf_counter() - t_start)
             # After every check, so the specializations that only the other shapes, variants
             # or autotune turns launched are compiled too.
             with self.stage("gpu compile"):
