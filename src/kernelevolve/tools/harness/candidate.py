@@ -533,12 +533,13 @@ class CandidateSide:
         return {}
 
     def do_simulate(self, key: str, problem: str, sizes: dict[str, int], seed: int, gen: str,
-                    sample: int = 1 << 16) -> dict[str, Any]:
+                    sample: int = 1 << 16, sample_seed: int | None = None) -> dict[str, Any]:
         """The forward under the MTIA chip model, at the problem's own sizes, on inputs made
         here from ``seed`` (gigabytes at KernelBench's sizes: not sent). Only sampled programs
         run, so the outputs are incomplete: for each output tensor, up to ``sample`` random
         elements that hold what the full forward would have written (mtia/written.py) go back
-        with their flat indices, for the judge to check."""
+        with their flat indices, for the judge to check. ``sample_seed`` (the judge's draw, not
+        the inputs' seed) picks the simulated programs and the checked elements."""
         from kernelevolve.problem import call_factory, parse_problem
         from kernelevolve.tools.mtia import MtiaIllegalKernel, Written, simulate_forward
 
@@ -547,7 +548,7 @@ class CandidateSide:
         torch.manual_seed(seed)
         args = call_factory(module, "get_inputs", Path(problem))
         recorder = OpRecorder()
-        written = Written(seed=seed)
+        written = Written(seed=seed if sample_seed is None else sample_seed)
         result: list[Any] = []
         AUTOTUNE.begin_forward(0)  # autotuned kernels are simulated at their first config
 
@@ -556,7 +557,7 @@ class CandidateSide:
                 result.append(model(*args))
 
         try:
-            sim = simulate_forward(forward, gen, written=written)
+            sim = simulate_forward(forward, gen, written=written, sample_seed=sample_seed)
         except MtiaIllegalKernel as exc:
             return {"illegal": list(exc.reasons), "ops": sorted(recorder.ops)}
         outputs: list[dict[str, Any]] = []

@@ -1376,8 +1376,11 @@ class Evaluation:
         # The timed inputs are too large to send (gigabytes): the candidate's process makes them
         # from a seed drawn for them alone, unrelated to the correctness checks' seeds.
         timed_seed = secrets.randbelow(2**31)
+        # Which programs of a large grid are simulated (and which elements are checked) is drawn
+        # here too, apart from the inputs' seed: no program is safe from being run.
         reply = self.remote.ask("simulate", key=key, problem=str(problem.path),
-                                sizes=dict(problem.sizes), seed=timed_seed, gen=gen)
+                                sizes=dict(problem.sizes), seed=timed_seed, gen=gen,
+                                sample_seed=secrets.randbelow(2**62))
         forbidden = sorted(op for op in reply.get("ops", [])
                            if op not in ALLOWED_ATEN_OPS | self.allowed)
         if reply.get("illegal"):
