@@ -212,3 +212,38 @@ class _Cycle(torch.nn.Module):
 def test_inputs_and_cycles_are_not_kept_memory():
     assert not any(_calls(_ReturnsInputView(), 6, keep=2))
     assert not any(_calls(_Cycle(), 6, keep=2))
+
+
+class _Gated(torch.nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.gate = torch.nn.Parameter(torch.randn(dim))
+        self.scale = None
+
+
+class _FoldsOnLoad(_Gated):
+    """Red team 47, c6a/c6b: the work on the weights done by torch when they are loaded, outside
+    the recorded forward (the allowlist refuses the override and the hook; this is the runtime's
+    own check behind it)."""
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self.register_load_state_dict_post_hook(_FoldsOnLoad.fold)
+
+    @staticmethod
+    def fold(module, incompatible):
+        module.scale = 1 / (1 + 2.718281828 ** -module.gate)
+
+
+def _build(cls: type) -> dict:
+    from kernelevolve.tools.harness.candidate import CandidateSide
+    from kernelevolve.tools.harness.guard import LaunchCounter
+
+    side = CandidateSide(Path("unused.py"), torch.device("cpu"), LaunchCounter(), None, "t")
+    side.cls = cls
+    return side.do_build("k", [8], {"gate": torch.randn(8)}, seed=0)
+
+
+def test_loading_the_weights_is_recorded():
+    assert not set(_build(_Gated)["ops"]) - worker.ALLOWED_ATEN_OPS
+    assert set(_build(_FoldsOnLoad)["ops"]) - worker.ALLOWED_ATEN_OPS  # pow, add, reciprocal

@@ -338,13 +338,18 @@ class CandidateSide:
         except Exception as exc:
             raise Verdict("runtime_error", f"ModelNew(*get_init_inputs()) raised "
                                            f"{type(exc).__name__}: {exc}\n{tb_tail(exc)}") from exc
+        # The reference's weights arrive here, outside any forward: whatever the candidate's
+        # code runs meanwhile (hooks, overrides the static check missed) is recorded too, so no
+        # work on the weights is done by torch unseen (the judge refuses compute ops here).
+        recorder = OpRecorder()
         try:
-            model.load_state_dict(state, strict=True)
+            with torch.no_grad(), recorder:
+                model.load_state_dict(state, strict=True)
+                self.models[key] = model.to(self.device)
         except RuntimeError as exc:
             raise Verdict("compile_error", "ModelNew's parameters and buffers must have the same "
                                            f"names and shapes as Model's: {exc}") from exc
-        self.models[key] = model.to(self.device)
-        return {}
+        return {"ops": sorted({*recorder.ops, *recorder.unseen})}
 
     def _inputs(self, buf: int, values: list[Any]) -> list[Any]:
         """The buffers of input set ``buf``: new ones, or the same memory with new values."""

@@ -424,8 +424,16 @@ class Evaluation:
             # ModelNew's own initial values are replaced by the reference's weights, so it is
             # built under a seed of its own: the evaluation's seed (from which every input set
             # is drawn) never reaches the candidate's process, not even as initial_seed().
-            self.remote.ask("build", key=key, init_inputs=init_inputs, state=weights,
-                            seed=secrets.randbelow(2**62))
+            built = self.remote.ask("build", key=key, init_inputs=init_inputs, state=weights,
+                                    seed=secrets.randbelow(2**62))
+            forbidden = sorted(str(op) for op in built.get("ops", [])
+                               if op not in ALLOWED_ATEN_OPS | self.allowed)
+            if forbidden:
+                raise Verdict("cheat", f"ModelNew computed with torch while the reference's "
+                                       f"weights were loaded into it (load_state_dict and "
+                                       f".to(device), outside the forward): "
+                                       f"{', '.join(forbidden)}; work on the weights belongs "
+                                       f"in the forward's own kernels")
             self.instances[key] = ref.to(self.device)
         return module, self.instances[key], key
 
