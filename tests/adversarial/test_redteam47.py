@@ -20,7 +20,8 @@ from kernelevolve.tools.harness.pool import WorkerPool
 from kernelevolve.tools.harness.result import EvalResult
 
 HERE = Path(__file__).resolve().parent / "redteam47"
-TIMEOUT_S = 300.0
+# h07 took 238 s of the judge's 300 before scans with a jit combine were trees (57 s after)
+TIMEOUT_S = 150.0
 
 # case -> (problem, the statuses it may get, a regex its message must match)
 REFUSED = {
@@ -30,6 +31,7 @@ REFUSED = {
 }
 ACCEPTED = {
     "h03_inplace_own_buffer": "relu_mul_add",
+    "h07_cumprod_looped": "cumprod",
 }
 
 
