@@ -170,6 +170,20 @@ out["scan_error"] = max(float(((sa.double() - ea).abs() / ea.abs()).max()),
                         float((sb.double() - eb).abs().max() / eb.abs().max()))
 out["reduce_error"] = max(abs(ra.item() - ea[-1].item()) / abs(ea[-1].item()),
                           abs(rb.item() - eb[-1].item()) / eb.abs().max().item())
+
+
+@triton.jit
+def minmax_kernel(x_ptr, o_ptr):
+    r = tl.arange(0, 4)
+    x = tl.load(x_ptr + r)
+    tl.store(o_ptr + r, tl.maximum(x, 0.0))
+    tl.store(o_ptr + 4 + r, tl.minimum(x, 0.0))
+    tl.store(o_ptr + 8 + r, tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL))
+
+
+mm = torch.empty(12)
+minmax_kernel[(1,)](torch.tensor([float("nan"), -1.0, 2.0, float("nan")]), mm)
+out["minmax"] = [None if v != v else v for v in mm.tolist()]
 print("RESULT " + json.dumps(out))
 '''
 
@@ -182,6 +196,13 @@ def patched() -> dict:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def test_max_and_min_drop_nan_as_the_gpu_does_unless_asked(patched):
+    """tl.maximum/minimum at the default propagate_nan are maxnum/minnum on the GPU (PTX
+    max.f32: a NaN operand gives the other); the interpreter kept NaN, so a ReLU written so
+    passed the NaN check on cpu that it fails on the GPU."""
+    assert patched["minmax"] == [0.0, 0.0, 2.0, 0.0, 0.0, -1.0, 0.0, 0.0, None, 0.0, 2.0, None]
 
 
 def test_scans_and_reductions_with_a_jit_combine_are_trees(patched):

@@ -17,6 +17,12 @@ GPU):
   :class:`AutotuneTurns` makes each forward run the next config in turn, the judge runs every
   config at the first input set of each shape and checks each output, and every config is
   logged for the GPU-compile stage (gpu_compile.py).
+- **NaN in ``tl.maximum`` and ``tl.minimum``.** At their default ``propagate_nan=NONE``
+  Triton lowers them to LLVM's maxnum/minnum, which a GPU computes as PTX ``max.f32`` and
+  ``min.f32``: a NaN operand gives the other one (a ReLU ``tl.maximum(x, 0.0)`` makes NaN into
+  0). The interpreter computes them with ``np.maximum``, which keeps NaN, so the judge's NaN
+  check passed on cpu what differs on the GPU. :func:`install_nan_dropping_minmax` uses
+  ``np.fmax``/``np.fmin`` as the GPU does (``PropagateNan.ALL`` stays ``np.maximum``).
 - **Scans and reductions with a jit combine function.** The interpreter calls the combine
   function once per element, on scalars, left to right (a cumprod over 64 rows of 1024 took
   12 s a forward, and an honest kernel's evaluation nearly 300 s). A GPU combines whole
@@ -122,6 +128,13 @@ def install_tf32_dot(builder: Any) -> None:
         return TensorHandle(out.astype(d.data.dtype, copy=False), d.dtype.scalar)
 
     builder.create_dot = create_dot
+
+
+def install_nan_dropping_minmax(builder: Any) -> None:
+    """``create_maxnumf``/``create_minnumf`` (``tl.maximum``/``tl.minimum`` at the default
+    ``propagate_nan``) as a GPU computes them: a NaN operand gives the other one."""
+    builder.create_maxnumf = lambda lhs, rhs: builder.binary_op(lhs, rhs, np.fmax)
+    builder.create_minnumf = lambda lhs, rhs: builder.binary_op(lhs, rhs, np.fmin)
 
 
 class ProgramOrder:
@@ -378,6 +391,7 @@ def install(log_configs: Any = None) -> None:
 
     builder = interp.interpreter_builder
     install_tf32_dot(builder)
+    install_nan_dropping_minmax(builder)
     install_tree_combine()
     PROGRAM_ORDER.install(builder)
     AUTOTUNE.install(log_configs)
