@@ -478,28 +478,30 @@ class CandidateSide:
         return {"latency": lat["candidate"].to_dict(), "samples": samples,
                 "tampered": self.integrity.tampered()}
 
-    def do_calls(self, key: str, buf: int, n: int, budget_s: float, sample_rounds: list[int]
-                 ) -> dict[str, Any]:
-        """``n`` forwards on input set ``buf`` (fewer where they take over ``budget_s``: "ran"
-        says how many), its floating values varied before each (rotated, as the timed trials'
-        are: timing.InputVariation), every other one in new memory holding those values, each
-        under the op recorder; the outputs of ``sample_rounds`` go back with their rotations,
-        for the judge to check. The held buffers get their values back."""
-        model, held = self.models[key], self.buffers[buf]
-        base = compare.snapshot(held)
-        variation = InputVariation(base)
+    def do_calls(self, key: str, problem: str, sizes: dict[str, int], seed: int, n: int,
+                 budget_s: float, sample_rounds: list[int]) -> dict[str, Any]:
+        """``n`` forwards (fewer where they take over ``budget_s``: "ran" says how many), each
+        on new inputs: ``get_inputs()`` at ``sizes`` under ``seed + i`` (the judge's draw, made
+        on the CPU and moved, as the judge makes them to check a call), so a call of this run
+        looks like any checked one; each under the op recorder. The outputs of
+        ``sample_rounds`` go back for the judge to check."""
+        from kernelevolve.problem import call_factory, parse_problem
+
+        model = self.models[key]
+        module = parse_problem(problem).module(sizes)
         ops: set[str] = set()
         fewest = None
-        samples: list[tuple[int, int, Any]] = []
+        samples: list[tuple[int, Any]] = []
         t0, ran = time.perf_counter(), 0
         with torch.no_grad():
             for round_ in range(int(n)):
                 if round_ and time.perf_counter() - t0 > float(budget_s):
                     break
                 ran = round_ + 1
-                shift = variation.apply(held)
-                args = held if round_ % 2 == 0 else [
-                    a.clone() if isinstance(a, torch.Tensor) else a for a in held]
+                torch.manual_seed(int(seed) + round_)
+                args = [v.to(self.device) if isinstance(v, torch.Tensor) else v
+                        for v in call_factory(module, "get_inputs", Path(problem))]
+                torch.manual_seed(int.from_bytes(os.urandom(7), "little"))
                 recorder = OpRecorder()
                 self.launches.count = 0
                 PROGRAM_ORDER.begin_forward(reverse=False)
@@ -517,13 +519,10 @@ class CandidateSide:
                 fewest = self.launches.count if fewest is None else min(fewest,
                                                                         self.launches.count)
                 if round_ in sample_rounds:
-                    samples.append((round_, shift, _plain(compare.clone_tree(out))))
+                    samples.append((round_, _plain(compare.clone_tree(out))))
                 del out, args
-        for a, b in zip(held, base, strict=True):
-            if isinstance(a, torch.Tensor):
-                a.copy_(b)
-        return {"ran": ran, "ops": sorted(ops), "fewest_launches": fewest or 0, "samples": samples,
-                "tampered": self.integrity.tampered()}
+        return {"ran": ran, "ops": sorted(ops), "fewest_launches": fewest or 0,
+                "samples": samples, "tampered": self.integrity.tampered()}
 
     def do_repeat(self, key: str, buf: int, n: int) -> dict[str, Any]:
         """``n`` forwards back to back on the held inputs, then a synchronize: the judge times

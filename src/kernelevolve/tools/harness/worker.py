@@ -971,11 +971,12 @@ class Evaluation:
     def check_many_calls(self, problem: Problem, sizes: dict[str, int], spent_s: float
                          ) -> None:
         """Forwards at the base sizes, on the instance the input sets ran on, as many as drawn
-        for this evaluation (MANY_CALLS_SCALE / u, capped by the time budget): each on new
-        values (rotated, as the timed trials' are), every other one in new memory; a random
-        sample of their outputs is checked, then one more forward on new inputs. A kernel that
-        turns wrong (or to torch) after some number of calls cannot know where the judge's
-        calls end. On a timed GPU evaluation the timing loop and the check after it do this."""
+        for this evaluation (MANY_CALLS_SCALE / u, capped by the time budget), each on new
+        inputs drawn from ``get_inputs()`` as the checked sets are (the seeds are the judge's:
+        a call of the run cannot be told from a checked one); a random sample of their outputs
+        is checked, then one more forward on new inputs. A kernel that turns wrong (or to torch)
+        after some number of calls cannot know where the judge's calls end. On a timed GPU
+        evaluation the timing loop and the check after it do this."""
         if self.device.type == "cuda" and self.job.get("timed"):
             return
         budget = min(MANY_CALLS_MAX_S, MANY_CALLS_SHARE * spent_s)
@@ -984,15 +985,11 @@ class Evaluation:
         per_call = max(self.base_call_s or self.base_forward_s or 0.0, 1e-5)
         expect = max(1, min(drawn, int(budget / per_call)))
         module, ref, key = self.build(problem, sizes)
-        inputs = self.inputs(module, problem, self.seed + 2800)
-        variation = InputVariation(compare.snapshot(inputs))
-        buf = self._buffer(inputs)
-        self.remote.ask("load_inputs", buf=buf, inputs=inputs)
-        self.sent.add(buf)
+        seed = secrets.randbelow(2**62)
         rounds = sorted(secrets.SystemRandom().sample(range(expect),
                                                       min(expect, MANY_CALLS_SAMPLES)))
-        reply = self.remote.ask("calls", key=key, buf=buf, n=drawn, budget_s=budget,
-                                sample_rounds=rounds)
+        reply = self.remote.ask("calls", key=key, problem=str(problem.path), sizes=dict(sizes),
+                                seed=seed, n=drawn, budget_s=budget, sample_rounds=rounds)
         n = int(reply.get("ran", 0))
         label = f"{n} calls in a row at {sizes}"
         forbidden = sorted(str(op) for op in reply.get("ops", [])
@@ -1006,23 +1003,26 @@ class Evaluation:
             raise Verdict("cheat", f"the forward replaced harness functions: {reply['tampered']}")
         samples = list(reply.get("samples") or [])
         asked = [r for r in rounds if r < n]
-        if sorted(int(r) for r, _, _ in samples) != asked:
+        if sorted(int(r) for r, _ in samples) != asked:
             raise Verdict("cheat", f"the candidate's process returned outputs of calls "
-                                   f"{[int(r) + 1 for r, _, _ in samples]} of {label}, the judge "
+                                   f"{[int(r) + 1 for r, _ in samples]} of {label}, the judge "
                                    f"asked for {[r + 1 for r in asked]}")
-        for round_, shift, out in samples:
-            variation.apply(inputs, int(shift))
-            what = f"call {int(round_) + 1} of {label}"
-            self.compare(self.reference(ref, inputs), out, what,
+        for round_, out in samples:
+            torch.manual_seed(seed + int(round_))  # the inputs as the candidate's process made them
+            inputs = _to_device(call_factory(module, "get_inputs", problem.path), self.device)
+            torch.manual_seed(secrets.randbelow(2**62))
+            self.compare(self.reference(ref, inputs), out, f"call {int(round_) + 1} of {label}",
                          truth=functools.partial(self.reference64, ref, inputs),
                          nudged=functools.partial(self.reference_nudged, ref, inputs),
                          baseline=functools.partial(self.reference_baseline, ref, inputs))
+            del inputs, out
         del samples, reply
-        self.refill(module, problem, inputs, self.seed + 2900)
+        inputs = self.inputs(module, problem, secrets.randbelow(2**62))
         self.check_once(key, ref, inputs, f"new inputs after {label}")
         self.check("correct after many calls", True,
                    f"{n} calls (a length drawn for this evaluation, {drawn}, within "
-                   f"{budget:.1f} s), calls {[r + 1 for r in asked]} and one after checked")
+                   f"{budget:.1f} s), each on new inputs; calls {[r + 1 for r in asked]} and one "
+                   f"after checked")
         self.release(inputs)
 
     def finite_variant(self, family: Callable[[torch.Generator, int], tuple[
