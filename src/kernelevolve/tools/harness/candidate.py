@@ -349,7 +349,7 @@ class CandidateSide:
         except RuntimeError as exc:
             raise Verdict("compile_error", "ModelNew's parameters and buffers must have the same "
                                            f"names and shapes as Model's: {exc}") from exc
-        return {"ops": sorted({*recorder.ops, *recorder.unseen})}
+        return {"ops": sorted(recorder.ops)}
 
     def _inputs(self, buf: int, values: list[Any]) -> list[Any]:
         """The buffers of input set ``buf``: new ones, or the same memory with new values."""
@@ -514,8 +514,7 @@ class CandidateSide:
                     raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__} on call "
                                           f"{round_ + 1} of {n} in a row: {exc}\n{tb_tail(exc)}",
                                   fatal=is_fatal_device_error(exc)) from exc
-                ops.update(recorder.ops)
-                ops.update(recorder.unseen)
+                ops.update(recorder.ops)  # as do_forward reports them
                 fewest = self.launches.count if fewest is None else min(fewest,
                                                                         self.launches.count)
                 if round_ in sample_rounds:
