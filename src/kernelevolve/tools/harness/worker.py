@@ -142,12 +142,12 @@ PREVIOUS_KEPT_CUDA = 2
 # the candidate cannot predict, then a checked one (a kernel right only for its first N calls,
 # a "time bomb", is caught wherever N is below the run). The length is MANY_CALLS_SCALE / u for
 # u uniform in (0, 1] (P(length >= n) = SCALE / n: no length is safe to wait for), capped by a
-# time budget: MANY_CALLS_SHARE of the correctness stage so far, at most MANY_CALLS_MAX_S,
+# time budget: MANY_CALLS_SHARE of the evaluation so far, at most MANY_CALLS_MAX_S,
 # divided by one forward's time at the base sizes. MANY_CALLS_SAMPLES of the run's outputs are
 # checked too (a kernel wrong only for a while).
 MANY_CALLS_SCALE = 16
-MANY_CALLS_SHARE = 0.15
-MANY_CALLS_MAX_S = 3.0
+MANY_CALLS_SHARE = 0.1
+MANY_CALLS_MAX_S = 2.0
 MANY_CALLS_SAMPLES = 2
 MANY_CALLS_MAX = 4096
 
