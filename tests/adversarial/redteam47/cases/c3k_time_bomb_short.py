@@ -1,5 +1,5 @@
 """Class 3 (inputs a kernel can predict), c3i's time bomb set just past the judge's fixed
-number of forwards of 2026-12-07 (about 21 on the cpu target): right for the first 24 forwards
+number of forwards of 2026-12-07 (about 15 on the cpu target): right for the first 24 forwards
 of an instance, relu(x) * y (no + 1) from then on. The judge's run of forwards of a length drawn
 per evaluation (at least 16 more, then a checked one) reaches it every time; c3i's bomb at 40 is
 reached by most draws."""
