@@ -44,6 +44,27 @@ def test_plan_keeps_first_last_and_edges():
     assert np.array_equal(plan_samples((5, 1, 1), 64).representatives(), np.arange(5))
 
 
+def test_random_plan_can_pick_any_program():
+    """With the judge's rng the interior programs are drawn within their strata: every program
+    is simulated by some draws (a kernel wrong in program 1 only, which the fixed design never
+    picks, is found; red team 47, c4g), while each plan keeps the edges, the budget and a valid
+    representative for every program."""
+    fixed = plan_samples((2048, 1, 1), 64).sampled()
+    assert (1, 0, 0) not in fixed
+    rng = np.random.default_rng(0)
+    seen: set[int] = set()
+    for _ in range(400):
+        plan = plan_samples((2048, 1, 1), 64, rng)
+        sampled = plan.sampled()
+        assert len(sampled) <= 64 and {(0, 0, 0), (2047, 0, 0)} <= sampled
+        lin = {x for x, _, _ in sampled}
+        reps = plan.representatives()
+        assert reps.shape == (2048,) and set(reps.tolist()) <= lin
+        seen |= lin
+    assert 1 in seen and len(seen) > 0.9 * 2048
+    assert plan_samples((10, 7, 1), 16, rng).sampled() >= {(0, 0, 0), (9, 6, 0)}
+
+
 def test_edge_only_variation_is_exact():
     torch.manual_seed(0)
     x, y = torch.randn(40 * 256 + 37), torch.randn(40 * 256 + 37)

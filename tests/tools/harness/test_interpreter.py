@@ -1,5 +1,5 @@
 """Triton's interpreter made to compute what a GPU computes (interpreter.py): TF32 products, programs
-in random order, every autotune config. The rounding helpers are checked here; the patched
+in random order, every autotune config, tree-shaped scans and reductions. The rounding helpers are checked here; the patched
 interpreter in a fresh process (the patches change Triton for the whole process); the verdicts
 through the judge on the cpu target."""
 
@@ -139,6 +139,51 @@ out["most"] = interpreter.AUTOTUNE.most
 out["logged"] = sorted((s["constexprs"]["ADD"], s["options"].get("num_warps", 4),
                         bool(s.get("autotune_only"))) for s in launches.log.specs.values())
 out["notes"] = interpreter.AUTOTUNE.notes
+
+
+@triton.jit
+def affine(a1, b1, a2, b2):  # x -> a1 x + b1, then a2 x + b2: associative, not commutative
+    return a1 * a2, b1 * a2 + b2
+
+
+@triton.jit
+def scan_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, ra_ptr, rb_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a, b = tl.load(a_ptr + r), tl.load(b_ptr + r)
+    sa, sb = tl.associative_scan((a, b), 0, affine)
+    tl.store(sa_ptr + r, sa)
+    tl.store(sb_ptr + r, sb)
+    ra, rb = tl.reduce((a, b), 0, affine)
+    tl.store(ra_ptr, ra)
+    tl.store(rb_ptr, rb)
+
+
+a, b = torch.rand(256) + 0.5, torch.randn(256)
+sa, sb, ra, rb = (torch.empty(n) for n in (256, 256, 1, 1))
+scan_kernel[(1,)](a, b, sa, sb, ra, rb, N=256)
+ea, eb = [1.0], [0.0]  # sequential, in float64
+for x, y in zip(a.double().tolist(), b.double().tolist()):
+    ea.append(ea[-1] * x)
+    eb.append(eb[-1] * x + y)
+ea, eb = torch.tensor(ea[1:]), torch.tensor(eb[1:])
+out["scan_error"] = max(float(((sa.double() - ea).abs() / ea.abs()).max()),
+                        float((sb.double() - eb).abs().max() / eb.abs().max()))
+out["reduce_error"] = max(abs(ra.item() - ea[-1].item()) / abs(ea[-1].item()),
+                          abs(rb.item() - eb[-1].item()) / eb.abs().max().item())
+
+
+@triton.jit
+def minmax_kernel(x_ptr, o_ptr):
+    r = tl.arange(0, 4)
+    x = tl.load(x_ptr + r)
+    tl.store(o_ptr + r, tl.maximum(x, 0.0))
+    tl.store(o_ptr + 4 + r, tl.minimum(x, 0.0))
+    tl.store(o_ptr + 8 + r, tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL))
+
+
+mm = torch.empty(12)
+minmax_kernel[(1,)](torch.tensor([float("nan"), -1.0, 2.0, float("nan")]), mm)
+out["minmax"] = [None if v != v else v for v in mm.tolist()]
 print("RESULT " + json.dumps(out))
 '''
 
@@ -151,6 +196,22 @@ def patched() -> dict:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def test_max_and_min_drop_nan_as_the_gpu_does_unless_asked(patched):
+    """tl.maximum/minimum at the default propagate_nan are maxnum/minnum on the GPU (PTX
+    max.f32: a NaN operand gives the other); the interpreter kept NaN, so a ReLU written so
+    passed the NaN check on cpu that it fails on the GPU."""
+    assert patched["minmax"] == [0.0, 0.0, 2.0, 0.0, 0.0, -1.0, 0.0, 0.0, None, 0.0, 2.0, None]
+
+
+def test_scans_and_reductions_with_a_jit_combine_are_trees(patched):
+    """The interpreter's element-by-element scan and reduce (12 s a forward for a cumprod over
+    64 rows of 1024: red team 47's honest h07 timed out) are tree-shaped whole-block combines
+    now, keeping the operands' order: a non-commutative combine (composing affine maps) gives
+    the sequential answer up to fp32 rounding."""
+    assert patched["scan_error"] < 1e-5
+    assert patched["reduce_error"] < 1e-5
 
 
 def test_fp32_dot_is_tf32_by_default_and_exact_at_ieee_and_tf32x3(patched):

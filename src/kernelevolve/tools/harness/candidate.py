@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from kernelevolve.problem import as_list
 from kernelevolve.tools.harness import compare
@@ -304,6 +305,8 @@ class CandidateSide:
     last_out: Any = None
     # the outputs handed out before, newest first, held as a caller would hold them
     previous: list[Any] = field(default_factory=list)
+    # weak handles on the storages of every output handed out (OutputStorages)
+    storages: OutputStorages = field(default_factory=lambda: OutputStorages())
 
     def do_load(self) -> dict[str, Any]:
         self.cls = load_candidate(self.path, self.integrity, self.tag)
@@ -335,13 +338,18 @@ class CandidateSide:
         except Exception as exc:
             raise Verdict("runtime_error", f"ModelNew(*get_init_inputs()) raised "
                                            f"{type(exc).__name__}: {exc}\n{tb_tail(exc)}") from exc
+        # The reference's weights arrive here, outside any forward: whatever the candidate's
+        # code runs meanwhile (hooks, overrides the static check missed) is recorded too, so no
+        # work on the weights is done by torch unseen (the judge refuses compute ops here).
+        recorder = OpRecorder()
         try:
-            model.load_state_dict(state, strict=True)
+            with torch.no_grad(), recorder:
+                model.load_state_dict(state, strict=True)
+                self.models[key] = model.to(self.device)
         except RuntimeError as exc:
             raise Verdict("compile_error", "ModelNew's parameters and buffers must have the same "
                                            f"names and shapes as Model's: {exc}") from exc
-        self.models[key] = model.to(self.device)
-        return {}
+        return {"ops": sorted(recorder.ops)}
 
     def _inputs(self, buf: int, values: list[Any]) -> list[Any]:
         """The buffers of input set ``buf``: new ones, or the same memory with new values."""
@@ -376,6 +384,8 @@ class CandidateSide:
         ``reverse_order`` in the reverse of the previous forward's (interpreter.py)."""
         model = self.models[key]
         args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
+        # Before this forward: the outputs the caller let go of since must have been freed.
+        kept = self.storages.still_alive(self.last_out, self.previous)
         before = compare.snapshot(args)
         # Free memory holds garbage, not an earlier output a kernel that skips writes would find
         # (this process never held the reference's answers; its own earlier outputs are for
@@ -401,6 +411,7 @@ class CandidateSide:
                                   f"{tb_tail(exc)}", fatal=is_fatal_device_error(exc)) from exc
         seconds = time.perf_counter() - t0
         retained = retained_outputs(out, args)
+        self.storages.handed_out(out, [*args, *model.parameters(), *model.buffers()])
         self.last_out = out
         small = self.device.type == "cuda" or sum(  # on a GPU they go back by handle
             t.numel() * t.element_size() for t in args
@@ -418,6 +429,7 @@ class CandidateSide:
             "notes": list(AUTOTUNE.notes),
             "autotune_configs": AUTOTUNE.most,
             "retained": retained,
+            "kept_storages": kept,
         }
 
     def do_memory(self) -> dict[str, Any]:
@@ -466,6 +478,51 @@ class CandidateSide:
         return {"latency": lat["candidate"].to_dict(), "samples": samples,
                 "tampered": self.integrity.tampered()}
 
+    def do_calls(self, key: str, problem: str, sizes: dict[str, int], seed: int, n: int,
+                 budget_s: float, sample_rounds: list[int]) -> dict[str, Any]:
+        """``n`` forwards (fewer where they take over ``budget_s``: "ran" says how many), each
+        on new inputs: ``get_inputs()`` at ``sizes`` under ``seed + i`` (the judge's draw, made
+        on the CPU and moved, as the judge makes them to check a call), so a call of this run
+        looks like any checked one; each under the op recorder. The outputs of
+        ``sample_rounds`` go back for the judge to check."""
+        from kernelevolve.problem import call_factory, parse_problem
+
+        model = self.models[key]
+        module = parse_problem(problem).module(sizes)
+        ops: set[str] = set()
+        fewest = None
+        samples: list[tuple[int, Any]] = []
+        t0, ran = time.perf_counter(), 0
+        with torch.no_grad():
+            for round_ in range(int(n)):
+                if round_ and time.perf_counter() - t0 > float(budget_s):
+                    break
+                ran = round_ + 1
+                torch.manual_seed(int(seed) + round_)
+                args = [v.to(self.device) if isinstance(v, torch.Tensor) else v
+                        for v in call_factory(module, "get_inputs", Path(problem))]
+                torch.manual_seed(int.from_bytes(os.urandom(7), "little"))
+                recorder = OpRecorder()
+                self.launches.count = 0
+                PROGRAM_ORDER.begin_forward(reverse=False)
+                AUTOTUNE.begin_forward(round_)
+                try:
+                    with recorder:
+                        out = model(*args)
+                except Exception as exc:
+                    status = "compile_error" if is_compile_error(exc) else "runtime_error"
+                    raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__} on call "
+                                          f"{round_ + 1} of {n} in a row: {exc}\n{tb_tail(exc)}",
+                                  fatal=is_fatal_device_error(exc)) from exc
+                ops.update(recorder.ops)  # as do_forward reports them
+                fewest = self.launches.count if fewest is None else min(fewest,
+                                                                        self.launches.count)
+                if round_ in sample_rounds:
+                    samples.append((round_, _plain(compare.clone_tree(out))))
+                del out, args
+        return {"ran": ran, "ops": sorted(ops), "fewest_launches": fewest or 0,
+                "samples": samples, "tampered": self.integrity.tampered()}
+
     def do_repeat(self, key: str, buf: int, n: int) -> dict[str, Any]:
         """``n`` forwards back to back on the held inputs, then a synchronize: the judge times
         this request by its own clock (Evaluation.check_wall_clock)."""
@@ -479,12 +536,13 @@ class CandidateSide:
         return {}
 
     def do_simulate(self, key: str, problem: str, sizes: dict[str, int], seed: int, gen: str,
-                    sample: int = 1 << 16) -> dict[str, Any]:
+                    sample: int = 1 << 16, sample_seed: int | None = None) -> dict[str, Any]:
         """The forward under the MTIA chip model, at the problem's own sizes, on inputs made
         here from ``seed`` (gigabytes at KernelBench's sizes: not sent). Only sampled programs
         run, so the outputs are incomplete: for each output tensor, up to ``sample`` random
         elements that hold what the full forward would have written (mtia/written.py) go back
-        with their flat indices, for the judge to check."""
+        with their flat indices, for the judge to check. ``sample_seed`` (the judge's draw, not
+        the inputs' seed) picks the simulated programs and the checked elements."""
         from kernelevolve.problem import call_factory, parse_problem
         from kernelevolve.tools.mtia import MtiaIllegalKernel, Written, simulate_forward
 
@@ -493,7 +551,7 @@ class CandidateSide:
         torch.manual_seed(seed)
         args = call_factory(module, "get_inputs", Path(problem))
         recorder = OpRecorder()
-        written = Written(seed=seed)
+        written = Written(seed=seed if sample_seed is None else sample_seed)
         result: list[Any] = []
         AUTOTUNE.begin_forward(0)  # autotuned kernels are simulated at their first config
 
@@ -502,7 +560,7 @@ class CandidateSide:
                 result.append(model(*args))
 
         try:
-            sim = simulate_forward(forward, gen, written=written)
+            sim = simulate_forward(forward, gen, written=written, sample_seed=sample_seed)
         except MtiaIllegalKernel as exc:
             return {"illegal": list(exc.reasons), "ops": sorted(recorder.ops)}
         outputs: list[dict[str, Any]] = []
@@ -537,6 +595,47 @@ class CandidateSide:
                              inputs=self.buffers[buf], forward_ms=forward_ms,
                              workdir=Path(workdir))
         return {"reports": run_profile(ctx, options)}
+
+
+class OutputStorages:
+    """Weak handles on the storages of the outputs the forward handed out (no memory held:
+    a storage whose last owner lets go is freed even while its handle lives). Once the caller
+    (the harness, holding outputs as a caller would) has let an output go, its storage must be
+    freed: one still alive is held by the candidate, which may write it again (a ring of
+    buffers of any length, outputs made with ``set_`` on kept memory, a cache of outputs).
+    Storages of the forward's inputs, parameters and buffers are the input checks' business
+    and are not followed."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entries: list[tuple[StorageWeakRef, int]] = []  # (storage, the call that made it)
+        self.held_calls: dict[int, int] = {}  # id of an output the harness holds -> its call
+
+    def handed_out(self, out: Any, own: list[Any]) -> None:
+        """Follow the storages of ``out`` (this forward's outputs), other than ``own``'s."""
+        self.calls += 1
+        mine = {t.untyped_storage()._cdata for t in own if isinstance(t, torch.Tensor)}
+        seen = set()
+        for t in compare.tensors_of(out):
+            storage = t.untyped_storage()
+            if storage._cdata in mine or storage._cdata in seen or not storage.nbytes():
+                continue
+            seen.add(storage._cdata)
+            self.entries.append((StorageWeakRef(storage), self.calls))
+        self.held_calls[id(out)] = self.calls
+
+    def still_alive(self, last_out: Any, previous: list[Any]) -> list[int]:
+        """How many calls ago each output the harness no longer holds was made, for those
+        whose storage is still alive (after a garbage collection: a reference cycle is not
+        the candidate keeping memory). Freed ones are forgotten."""
+        held = {self.held_calls[id(o)] for o in (last_out, *previous) if id(o) in self.held_calls}
+        self.held_calls = {i: c for i, c in self.held_calls.items() if c in held}
+        alive = [(w, c) for w, c in self.entries if c in held or not w.expired()]
+        if any(c not in held for _, c in alive):
+            gc.collect()
+            alive = [(w, c) for w, c in alive if c in held or not w.expired()]
+        self.entries = alive
+        return sorted({self.calls - c + 1 for _, c in alive if c not in held})
 
 
 def retained_outputs(out: Any, args: list[Any], harness: list[Any] | None = None) -> list[int]:

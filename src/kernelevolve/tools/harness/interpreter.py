@@ -17,6 +17,19 @@ GPU):
   :class:`AutotuneTurns` makes each forward run the next config in turn, the judge runs every
   config at the first input set of each shape and checks each output, and every config is
   logged for the GPU-compile stage (gpu_compile.py).
+- **NaN in ``tl.maximum`` and ``tl.minimum``.** At their default ``propagate_nan=NONE``
+  Triton lowers them to LLVM's maxnum/minnum, which a GPU computes as PTX ``max.f32`` and
+  ``min.f32``: a NaN operand gives the other one (a ReLU ``tl.maximum(x, 0.0)`` makes NaN into
+  0). The interpreter computes them with ``np.maximum``, which keeps NaN, so the judge's NaN
+  check passed on cpu what differs on the GPU. :func:`install_nan_dropping_minmax` uses
+  ``np.fmax``/``np.fmin`` as the GPU does (``PropagateNan.ALL`` stays ``np.maximum``).
+- **Scans and reductions with a jit combine function.** The interpreter calls the combine
+  function once per element, on scalars, left to right (a cumprod over 64 rows of 1024 took
+  12 s a forward, and an honest kernel's evaluation nearly 300 s). A GPU combines whole
+  registers in a tree. :func:`install_tree_combine` does the same: a reduction combines adjacent
+  pairs, level by level, a scan in log2(n) steps (Hillis-Steele), each step one call on whole
+  blocks; the order of the operands (left before right) is kept, so an associative combine gives
+  the interpreter's answer up to rounding, in the GPU's order of magnitude of rounding.
 
 Installed in the worker by ``guard.InterpreterBounds.install``, before any candidate is imported.
 Worker-side: triton, numpy, the standard library and kernelevolve.errors only.
@@ -115,6 +128,13 @@ def install_tf32_dot(builder: Any) -> None:
         return TensorHandle(out.astype(d.data.dtype, copy=False), d.dtype.scalar)
 
     builder.create_dot = create_dot
+
+
+def install_nan_dropping_minmax(builder: Any) -> None:
+    """``create_maxnumf``/``create_minnumf`` (``tl.maximum``/``tl.minimum`` at the default
+    ``propagate_nan``) as a GPU computes them: a NaN operand gives the other one."""
+    builder.create_maxnumf = lambda lhs, rhs: builder.binary_op(lhs, rhs, np.fmax)
+    builder.create_minnumf = lambda lhs, rhs: builder.binary_op(lhs, rhs, np.fmin)
 
 
 class ProgramOrder:
@@ -273,16 +293,106 @@ def _is_kernel(fn: Any) -> bool:
     return isinstance(fn, JITFunction | InterpretedFunction)
 
 
+def _blocks(combine: Any, left: tuple[np.ndarray, ...], right: tuple[np.ndarray, ...],
+            dtypes: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
+    """``combine`` (a jit function) on whole blocks: the interpreter's tensors of ``left`` and
+    ``right``, the results as arrays of their shape."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+    def tensor(a: np.ndarray, dtype: Any) -> Any:
+        a = np.ascontiguousarray(a, dtype=_get_np_dtype(dtype))
+        return tl.core.tensor(TensorHandle(a, dtype.scalar), tl.block_type(dtype, list(a.shape))
+                              if a.shape else dtype)
+
+    out = combine.fn(*(tensor(a, d) for a, d in zip(left, dtypes, strict=True)),
+                     *(tensor(a, d) for a, d in zip(right, dtypes, strict=True)))
+    out = out if isinstance(out, tuple) else (out,)
+    shape = left[0].shape
+    return tuple(np.broadcast_to(o.handle.data if isinstance(o, tl.core.tensor) else
+                                 np.asarray(o), shape).astype(a.dtype, copy=True)
+                 for o, a in zip(out, left, strict=True))
+
+
+def tree_reduce(combine: Any, data: tuple[np.ndarray, ...], dtypes: tuple[Any, ...],
+                axis: int) -> tuple[np.ndarray, ...]:
+    """``data`` reduced along ``axis`` by combining adjacent pairs level by level (an odd one
+    out carried to the next level), left operand before right."""
+    cur = tuple(np.moveaxis(a, axis, -1) for a in data)
+    while cur[0].shape[-1] > 1:
+        n = cur[0].shape[-1]
+        pairs = _blocks(combine, tuple(a[..., 0:n - 1:2] for a in cur),
+                        tuple(a[..., 1:n:2] for a in cur), dtypes)
+        cur = tuple(np.concatenate([p, a[..., n - 1:]], axis=-1) if n % 2 else p
+                    for p, a in zip(pairs, cur, strict=True))
+    return tuple(a[..., 0] for a in cur)
+
+
+def tree_scan(combine: Any, data: tuple[np.ndarray, ...], dtypes: tuple[Any, ...],
+              axis: int) -> tuple[np.ndarray, ...]:
+    """Inclusive scan of ``data`` along ``axis`` in log2(n) steps: at distance d = 1, 2, 4, ...
+    element i >= d becomes combine(element i - d, element i). Each step combines whole blocks
+    of the input's shape (a block's dims are powers of 2), the first d elements with
+    themselves, their result dropped."""
+    cur = tuple(np.moveaxis(a, axis, -1) for a in data)
+    n, d = cur[0].shape[-1], 1
+    while d < n:
+        left = tuple(np.concatenate([a[..., :d], a[..., :n - d]], axis=-1) for a in cur)
+        moved = _blocks(combine, left, cur, dtypes)
+        cur = tuple(np.concatenate([a[..., :d], m[..., d:]], axis=-1)
+                    for a, m in zip(cur, moved, strict=True))
+        d *= 2
+    return tuple(np.moveaxis(a, -1, axis) for a in cur)
+
+
+def install_tree_combine() -> None:
+    """The interpreter's element-by-element reduce and scan with a jit combine function
+    replaced by :func:`tree_reduce` and :func:`tree_scan` (its numpy paths for sum, max,
+    cumsum... stay)."""
+    import triton.runtime.interpreter as interp
+
+    def generic_reduce(self: Any, input: Any) -> Any:
+        original_axis = self.axis
+        input, axis = self.unravel(input, self.axis)
+        shape = input[0].handle.data.shape
+        dtypes = tuple(t.dtype for t in input)
+        out = tree_reduce(self.combine_fn, tuple(t.handle.data for t in input), dtypes, axis)
+        ret = []
+        for data, dtype in zip(out, dtypes, strict=True):
+            if self.keep_dims:
+                if original_axis is not None:
+                    data = np.expand_dims(data, axis)
+                else:
+                    for _ in range(len(shape)):
+                        data = np.expand_dims(data, 0)
+            elif original_axis is None:
+                data = data.item()
+            ret.append(self.to_tensor(data, dtype))
+        return ret
+
+    def generic_scan(self: Any, input: Any) -> Any:
+        dtypes = tuple(t.dtype for t in input)
+        out = tree_scan(self.combine_fn, tuple(t.handle.data for t in input), dtypes,
+                        self.axis)
+        return [self.to_tensor(data, dtype) for data, dtype in zip(out, dtypes, strict=True)]
+
+    interp.ReduceOps.generic_reduce = generic_reduce
+    interp.ScanOps.generic_scan = generic_scan
+
+
 PROGRAM_ORDER = ProgramOrder()
 AUTOTUNE = AutotuneTurns()
 
 
 def install(log_configs: Any = None) -> None:
-    """TF32 products, shuffled program order and autotune turns in this process's interpreter."""
+    """TF32 products, shuffled program order, autotune turns and tree-shaped reductions and
+    scans in this process's interpreter."""
     import triton.runtime.interpreter as interp
 
     builder = interp.interpreter_builder
     install_tf32_dot(builder)
+    install_nan_dropping_minmax(builder)
+    install_tree_combine()
     PROGRAM_ORDER.install(builder)
     AUTOTUNE.install(log_configs)
 

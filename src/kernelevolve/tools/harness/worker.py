@@ -126,8 +126,9 @@ FLOOR_MIN_L2 = 4
 MIN_COPIES = 5
 # run_plan: how many earlier outputs the candidate's process holds (as a caller would) and the
 # judge checks unchanged after each forward: a ring of that many buffers is caught (a larger
-# one by the candidate process's reference check, candidate.retained_outputs). On a GPU each is
-# a whole output (gigabytes at KernelBench's sizes).
+# one by the candidate process's reference check, candidate.retained_outputs, and at any length
+# by the storage check, candidate.OutputStorages: an output let go of must be freed). On a GPU
+# each is a whole output (gigabytes at KernelBench's sizes).
 PREVIOUS_KEPT = 4
 # plans: on the interpreter targets the size furthest below its real value once at that value
 # (or as near as fits), the others shrunk until inputs and parameters hold at most this many
@@ -147,6 +148,18 @@ WHOLE_GPU_SHARE = 0.25
 # 8x typical for footprints over 1 GiB (the larger multiples are fixed costs over small ones)
 TYPICAL_PEAK = 8
 _whole_gpu_held = False  # this process holds the GPU for a whole evaluation (whole_gpu)
+# check_many_calls: after the other checks, a run of forwards at the base sizes whose length
+# the candidate cannot predict, then a checked one (a kernel right only for its first N calls,
+# a "time bomb", is caught wherever N is below the run). The length is MANY_CALLS_SCALE / u for
+# u uniform in (0, 1] (P(length >= n) = SCALE / n: no length is safe to wait for), capped by a
+# time budget: MANY_CALLS_SHARE of the evaluation so far, at most MANY_CALLS_MAX_S,
+# divided by one forward's time at the base sizes. MANY_CALLS_SAMPLES of the run's outputs are
+# checked too (a kernel wrong only for a while).
+MANY_CALLS_SCALE = 16
+MANY_CALLS_SHARE = 0.1
+MANY_CALLS_MAX_S = 2.0
+MANY_CALLS_SAMPLES = 2
+MANY_CALLS_MAX = 4096
 
 
 @contextlib.contextmanager
@@ -348,6 +361,7 @@ class Evaluation:
         self.weight_seed = (self.seed * 7919 + 17) % 2**31 if seed is not None else (
             secrets.randbelow(2**31))
         self.base_forward_s = 0.0  # the judge's own clock over a forward at the base sizes
+        self.base_call_s = 0.0  # the candidate process's clock over the forward alone there
         # The baselines' flags (eval.baseline): what eager and torch.compile are timed with;
         # the other preset is timed beside them where it changes the problem's ops. The truth
         # stays TF32-off whatever they are (serve).
@@ -452,8 +466,16 @@ class Evaluation:
             # ModelNew's own initial values are replaced by the reference's weights, so it is
             # built under a seed of its own: the evaluation's seed (from which every input set
             # is drawn) never reaches the candidate's process, not even as initial_seed().
-            self.remote.ask("build", key=key, init_inputs=init_inputs, state=weights,
-                            seed=secrets.randbelow(2**62))
+            built = self.remote.ask("build", key=key, init_inputs=init_inputs, state=weights,
+                                    seed=secrets.randbelow(2**62))
+            forbidden = sorted(str(op) for op in built.get("ops", [])
+                               if op not in ALLOWED_ATEN_OPS | self.allowed)
+            if forbidden:
+                raise Verdict("cheat", f"ModelNew computed with torch while the reference's "
+                                       f"weights were loaded into it (load_state_dict and "
+                                       f".to(device), outside the forward): "
+                                       f"{', '.join(forbidden)}; work on the weights belongs "
+                                       f"in the forward's own kernels")
             self.instances[key] = ref.to(self.device)
         return module, self.instances[key], key
 
@@ -617,6 +639,14 @@ class Evaluation:
             raise Verdict("mismatch", f"the forward keeps a reference to the memory of its "
                                       f"output(s) {obs.retained} ({label}): a buffer reused "
                                       f"across calls changes the results a caller holds; "
+                                      f"allocate each call's outputs anew")
+        if obs.kept_storages:
+            ages = ", ".join(map(str, obs.kept_storages))
+            raise Verdict("mismatch", f"the memory of the output(s) returned {ages} call(s) "
+                                      f"before this one ({label}) is still held by the candidate after the "
+                                      f"caller let them go: outputs handed out of kept buffers "
+                                      f"(a ring, set_ on a cached tensor) change the results a "
+                                      f"caller holds when later calls write them again; "
                                       f"allocate each call's outputs anew")
         return out
 
@@ -818,6 +848,9 @@ class Evaluation:
             out, expected = self.check_once(key, ref, inputs, label)
             if plan.pointer_reuse:  # the base sizes: what one forward costs here (the least)
                 self.base_forward_s = min(self.base_forward_s or math.inf, self.last_forward_s)
+                if self.last_observed is not None:
+                    self.base_call_s = min(self.base_call_s or math.inf,
+                                           self.last_observed.seconds)
             out_digest = compare.fingerprint(out, fp_key)
             turn = self.last_turn
             configs = self.last_observed.autotune_configs if self.last_observed else 1
@@ -976,6 +1009,63 @@ class Evaluation:
                 if self.varied_floats else ""))
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+
+    def check_many_calls(self, problem: Problem, sizes: dict[str, int], spent_s: float
+                         ) -> None:
+        """Forwards at the base sizes, on the instance the input sets ran on, as many as drawn
+        for this evaluation (MANY_CALLS_SCALE / u, capped by the time budget), each on new
+        inputs drawn from ``get_inputs()`` as the checked sets are (the seeds are the judge's:
+        a call of the run cannot be told from a checked one); a random sample of their outputs
+        is checked, then one more forward on new inputs. A kernel that turns wrong (or to torch)
+        after some number of calls cannot know where the judge's calls end. On a timed GPU
+        evaluation the timing loop and the check after it do this."""
+        if self.device.type == "cuda" and self.job.get("timed"):
+            return
+        budget = min(MANY_CALLS_MAX_S, MANY_CALLS_SHARE * spent_s)
+        drawn = min(MANY_CALLS_MAX, int(MANY_CALLS_SCALE * 2**32 / (1 + secrets.randbelow(2**32))))
+        # the forward alone, as the candidate's process timed it: what one call of the run costs
+        per_call = max(self.base_call_s or self.base_forward_s or 0.0, 1e-5)
+        expect = max(1, min(drawn, int(budget / per_call)))
+        module, ref, key = self.build(problem, sizes)
+        seed = secrets.randbelow(2**62)
+        rounds = sorted(secrets.SystemRandom().sample(range(expect),
+                                                      min(expect, MANY_CALLS_SAMPLES)))
+        reply = self.remote.ask("calls", key=key, problem=str(problem.path), sizes=dict(sizes),
+                                seed=seed, n=drawn, budget_s=budget, sample_rounds=rounds)
+        n = int(reply.get("ran", 0))
+        label = f"{n} calls in a row at {sizes}"
+        forbidden = sorted(str(op) for op in reply.get("ops", [])
+                           if op not in ALLOWED_ATEN_OPS | self.allowed)
+        if forbidden:
+            raise Verdict("cheat", f"the forward ran torch ops that do the work ({label}): "
+                                   f"{', '.join(forbidden)}")
+        if int(reply.get("fewest_launches", 0)) == 0:
+            raise Verdict("cheat", f"a forward launched no custom kernel ({label})")
+        if reply.get("tampered"):
+            raise Verdict("cheat", f"the forward replaced harness functions: {reply['tampered']}")
+        samples = list(reply.get("samples") or [])
+        asked = [r for r in rounds if r < n]
+        if sorted(int(r) for r, _ in samples) != asked:
+            raise Verdict("cheat", f"the candidate's process returned outputs of calls "
+                                   f"{[int(r) + 1 for r, _ in samples]} of {label}, the judge "
+                                   f"asked for {[r + 1 for r in asked]}")
+        for round_, out in samples:
+            torch.manual_seed(seed + int(round_))  # the inputs as the candidate's process made them
+            inputs = _to_device(call_factory(module, "get_inputs", problem.path), self.device)
+            torch.manual_seed(secrets.randbelow(2**62))
+            self.compare(self.reference(ref, inputs), out, f"call {int(round_) + 1} of {label}",
+                         truth=functools.partial(self.reference64, ref, inputs),
+                         nudged=functools.partial(self.reference_nudged, ref, inputs),
+                         baseline=functools.partial(self.reference_baseline, ref, inputs))
+            del inputs, out
+        del samples, reply
+        inputs = self.inputs(module, problem, secrets.randbelow(2**62))
+        self.check_once(key, ref, inputs, f"new inputs after {label}")
+        self.check("correct after many calls", True,
+                   f"{n} calls (a length drawn for this evaluation, {drawn}, within "
+                   f"{budget:.1f} s), each on new inputs; calls {[r + 1 for r in asked]} and one "
+                   f"after checked")
+        self.release(inputs)
 
     def finite_variant(self, family: Callable[[torch.Generator, int], tuple[
                            str, Callable[[torch.Tensor], torch.Tensor]]],
@@ -1336,8 +1426,11 @@ class Evaluation:
         # The timed inputs are too large to send (gigabytes): the candidate's process makes them
         # from a seed drawn for them alone, unrelated to the correctness checks' seeds.
         timed_seed = secrets.randbelow(2**31)
+        # Which programs of a large grid are simulated (and which elements are checked) is drawn
+        # here too, apart from the inputs' seed: no program is safe from being run.
         reply = self.remote.ask("simulate", key=key, problem=str(problem.path),
-                                sizes=dict(problem.sizes), seed=timed_seed, gen=gen)
+                                sizes=dict(problem.sizes), seed=timed_seed, gen=gen,
+                                sample_seed=secrets.randbelow(2**62))
         forbidden = sorted(op for op in reply.get("ops", [])
                            if op not in ALLOWED_ATEN_OPS | self.allowed)
         if reply.get("illegal"):
@@ -1499,6 +1592,7 @@ class Evaluation:
                                           f"{plan.sizes}: {exc}")
                 self.run_variants(problem, first.sizes)
                 self.run_nonfinite(problem, first.sizes)
+                self.check_many_calls(problem, first.sizes, time.perf_counter() - t_start)
             # After every check, so the specializations that only the other shapes, variants
             # or autotune turns launched are compiled too.
             with self.stage("gpu compile"):
@@ -1745,6 +1839,7 @@ class _Observed:
     tampered: list[str]
     notes: list[str]
     retained: list[int]
+    kept_storages: list[int]  # how many calls ago: outputs let go of whose memory lives on
     autotune_configs: int  # the most configs an autotuned kernel had to turn through
 
     @classmethod
@@ -1759,6 +1854,7 @@ class _Observed:
                 tampered=[str(t) for t in reply["tampered"]],
                 notes=[str(n) for n in reply.get("notes", [])],
                 retained=[int(i) for i in reply.get("retained", [])],
+                kept_storages=[int(i) for i in reply.get("kept_storages", [])],
                 autotune_configs=max(1, int(reply.get("autotune_configs", 1))))
         except (KeyError, TypeError, ValueError) as exc:
             raise Verdict("cheat", f"the candidate's process sent a malformed report "

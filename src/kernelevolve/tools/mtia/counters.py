@@ -296,8 +296,10 @@ class LaunchRecorder:
     """One Triton launch: its buffers, sample plan, simulated programs and legality findings."""
 
     def __init__(self, name: str, buffers: list[tuple[int, int]], gen: Generation, budget: int,
-                 allow_scatter: bool, seconds: float | None = None) -> None:
+                 allow_scatter: bool, seconds: float | None = None,
+                 rng: np.random.Generator | None = None) -> None:
         self.name = name
+        self.rng = rng  # where the sample's interior programs are drawn (sampling.py)
         self.gen = gen
         self.budget = budget
         self.seconds = seconds
@@ -343,7 +345,7 @@ class LaunchRecorder:
         if self.seconds is not None and elapsed_s > 0:
             corners = 2 ** sum(1 for g in grid if g > 1)  # always simulated: edges differ most
             budget = min(budget, max(corners, int(self.seconds / elapsed_s)))
-        self.plan = plan_samples(tuple(grid), budget)  # type: ignore[arg-type]
+        self.plan = plan_samples(tuple(grid), budget, self.rng)  # type: ignore[arg-type]
         self._sampled = self.plan.sampled()
 
     def finish(self, grid: tuple[int, int, int]) -> KernelRecord:

@@ -31,6 +31,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import triton
 import triton.language as tl
 
@@ -109,8 +110,10 @@ class Session:
     """The recording state of one simulate_forward call."""
 
     def __init__(self, gen: Generation, budget: int, allow_scatter: bool, seconds: float | None,
-                 written: Written | None = None) -> None:
+                 written: Written | None = None, sample_seed: int | None = None) -> None:
         self.gen = gen
+        # random interior programs per launch where given (the judge's draw), else a fixed grid
+        self.rng = None if sample_seed is None else np.random.default_rng(sample_seed)
         self.written = written  # which elements hold what the full run would write
         self.budget = budget
         self.seconds = seconds
@@ -146,7 +149,8 @@ class Session:
         if self.seconds is not None:
             # Later launches of the forward share what the earlier ones left of the budget.
             seconds = max(self.seconds - self.spent_s, self.seconds / 8)
-        self.launch = LaunchRecorder(name, buffers, self.gen, self.budget, self.allow_scatter, seconds)
+        self.launch = LaunchRecorder(name, buffers, self.gen, self.budget, self.allow_scatter, seconds,
+                                     self.rng)
         self.in_launch = True
         if self.written is not None:
             self.written.begin_launch(buffers)

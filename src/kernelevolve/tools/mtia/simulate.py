@@ -98,6 +98,7 @@ def simulate_forward(
     warm: bool = True,
     max_sample_seconds: float | None = 4.0,
     written: Written | None = None,
+    sample_seed: int | None = None,
 ) -> SimReport:
     """Run ``fn()`` once in Triton's interpreter and time it on a simulated MTIA ``gen``.
 
@@ -110,7 +111,9 @@ def simulate_forward(
     launches replayed twice through the cache model). Raises :class:`MtiaIllegalKernel` when a
     kernel could not run on MTIA (``allow_scatter`` permits scatter stores). ``written``, when
     given, follows which output elements hold what the full forward would have written
-    (written.py), so the sampled run's outputs can be checked there.
+    (written.py), so the sampled run's outputs can be checked there. ``sample_seed``: the
+    sampled interior programs drawn at random within their strata (the judge's seed, so a
+    kernel cannot know which of its programs run), else evenly spaced.
     """
     import triton
 
@@ -125,7 +128,8 @@ def simulate_forward(
     try:
         if max_programs_per_launch < 1:
             raise ValueError("max_programs_per_launch must be at least 1")
-        session = Session(g, max_programs_per_launch, allow_scatter, max_sample_seconds, written)
+        session = Session(g, max_programs_per_launch, allow_scatter, max_sample_seconds, written,
+                          sample_seed)
         session.install()
         try:
             with _AtenRecorder(g, session.records, session):
