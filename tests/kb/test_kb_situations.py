@@ -112,7 +112,7 @@ def test_free_text_search_finds_the_tl_dot_rules_first(shared_kb: KnowledgeBase)
     "problem",
     [
         "level2/23_Conv3d_GroupNorm_Mean.py",
-        # nn.Dropout rejects the tracer's marker value for its probability: the source's calls.
+        # dropout in training mode: traced (its probability is never marked), random ops and all
         "level2/66_Matmul_Dropout_Softmax.py",
         "level1/97_ScaledDotProductAttention.py",
     ],
