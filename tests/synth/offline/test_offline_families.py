@@ -83,6 +83,10 @@ def test_a_scan_of_a_computed_tensor_is_left_to_the_lowering(tmp_path):
         "def get_inputs():\n    return [torch.randn(16, 32)]\n\n\n"
         "def get_init_inputs():\n    return []\n")
     from kernelevolve.synth.offline import Unsupported
+    from kernelevolve.synth.offline.analyze import analyze_single
 
     with pytest.raises(Unsupported, match="scan of a computed tensor"):
-        analyze(load_problem(path))
+        analyze_single(load_problem(path))
+    # the program split writes it as two parts: the exponentials, then the scan
+    plan = analyze(load_problem(path))
+    assert [p.plan.operator_class for p in plan.template.parts] == ["elementwise", "scan"]
