@@ -12,6 +12,7 @@ import pytest
 
 from kernelevolve.problem import load_problem
 from kernelevolve.synth.offline import Unsupported, analyze, mutate
+from kernelevolve.synth.offline.analyze import analyze_single
 from kernelevolve.synth.offline.program import split
 from tests.synth.offline.test_offline_coverage import _interpreted, _problem
 
@@ -74,7 +75,6 @@ def get_init_inputs():
 def test_a_convolution_then_a_group_norm_is_two_parts_each_checkable_alone(tmp_path):
     problem = _problem(tmp_path, "conv_gelu_gn", CONV_GELU_GROUPNORM)
     with pytest.raises(Unsupported):  # no single template writes it
-        from kernelevolve.synth.offline.analyze import analyze_single
         analyze_single(problem)
     plan = analyze(problem)
     assert plan.operator_class == "program"
@@ -149,7 +149,7 @@ def test_a_part_no_template_writes_is_named(tmp_path):
                                           r"writes call_function .*median"):
         analyze(_problem(tmp_path, "gemm_median", body))
     with pytest.raises(Unsupported, match=r"no template writes"):
-        split(_problem(tmp_path, "gemm_median2", body))
+        split(_problem(tmp_path, "gemm_median2", body), analyze_single)
 
 
 def test_a_three_layer_mlp_is_three_gemm_parts_checked_at_shrunk_widths():

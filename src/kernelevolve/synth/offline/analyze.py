@@ -22,6 +22,7 @@ from .frontend.compound import lower
 from .frontend.ir import Lowered, Node
 from .frontend.trace import Traced, trace
 from .plan import KernelPlan, Unsupported
+from .program import analyze_program
 
 # The whole-operator templates, tried before the expression-DAG lowering: each matches the traced
 # graph of one operator family and returns a plan, or None when the graph is not one of its own
@@ -98,10 +99,8 @@ def analyze(problem: Problem) -> KernelPlan:
         return analyze_single(problem)
     except Unsupported as exc:
         single = exc
-    from .program import analyze_program
-
     try:
-        return analyze_program(problem)
+        return analyze_program(problem, analyze_single)
     except Unsupported as exc:
         raise Unsupported(f"{single}; split into parts: {exc}") from single
 

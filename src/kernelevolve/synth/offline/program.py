@@ -22,7 +22,7 @@ import ast
 import hashlib
 import operator
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from .frontend.trace import _float_attrs, _markers, self_expr
 from .plan import KernelPlan, Unsupported
 
 MAX_PARTS = 8
+Single = Callable[[Problem], KernelPlan]  # one template's plan for a problem (analyze_single)
 _SEP = "@p"
 
 
@@ -208,24 +209,23 @@ def _parts_dir(problem: Problem) -> Path:
     return path
 
 
-def _plan_of(problem: Problem, gm: torch.fx.GraphModule, args: list[str],
+def _plan_of(single: Single, problem: Problem, gm: torch.fx.GraphModule, args: list[str],
              nodes: list[torch.fx.Node], start: int, end: int, where: Path
              ) -> tuple[KernelPlan, Path] | str:
-    from .analyze import analyze_single
-
     source = part_source(problem, gm, args, nodes, start, end)
     path = where / f"part_{start:02d}_{end:02d}.py"
     path.write_text(source)
     try:
         part = load_problem(path, check=False).allowing(list(problem.allowed_ops))
-        return analyze_single(part), path
+        return single(part), path
     except Unsupported as exc:
         return str(exc)
 
 
-def split(problem: Problem) -> list[Part]:
-    """The forward's nodes in consecutive parts, each as long as a template still writes it;
-    Unsupported naming the first node no template writes, even alone."""
+def split(problem: Problem, single: Single) -> list[Part]:
+    """The forward's nodes in consecutive parts, each as long as a template still writes it
+    (``single``: one template's plan for a problem, or Unsupported); Unsupported naming the
+    first node no template writes, even alone."""
     gm, args = _trace(problem)
     nodes = _compute_nodes(gm)
     if not nodes:
@@ -244,7 +244,7 @@ def split(problem: Problem) -> list[Part]:
                 continue
             if time.perf_counter() > deadline:
                 raise Unsupported(f"splitting the forward took over {SPLIT_BUDGET_S:.0f} s")
-            found = _plan_of(problem, gm, args, nodes, start, end, where)
+            found = _plan_of(single, problem, gm, args, nodes, start, end, where)
             if isinstance(found, str):
                 why = why or found
                 failures += 1
@@ -400,9 +400,10 @@ class ProgramTemplate:
         return None
 
 
-def analyze_program(problem: Problem) -> KernelPlan:
-    """A plan of two or more parts for ``problem``, or Unsupported with the reason."""
-    parts = split(problem)
+def analyze_program(problem: Problem, single: Single) -> KernelPlan:
+    """A plan of two or more parts for ``problem``, each written by ``single`` (one template's
+    analysis: ``analyze.analyze_single``), or Unsupported with the reason."""
+    parts = split(problem, single)
     if sum(p.plan is not None for p in parts) < 2:
         raise Unsupported("the program is one part and views, which its template refused")
     _, args = _trace(problem)
