@@ -23,10 +23,9 @@ FACTOR = 3.0
 def tf32(x: torch.Tensor, truncate: bool = False) -> torch.Tensor:
     """``x`` (fp32) rounded to TF32: to nearest (cuDNN, cuBLAS), or truncated (tensor cores
     fed raw fp32 bits)."""
-    bits = x.contiguous().view(torch.int32)
     if not truncate:
-        bits = bits + 0x1000
-    return (bits & -8192).view(torch.float32)
+        return compare.tf32_round(x.contiguous())
+    return (x.contiguous().view(torch.int32) & -8192).view(torch.float32)
 
 
 def bf16(x: torch.Tensor) -> torch.Tensor:

@@ -119,5 +119,44 @@ def test_the_footprint_is_measured_on_the_meta_device():
     with torch.device("meta"):
         meta_inputs = call_factory(module, "get_inputs", problem.path)
     assert all(t.device.type == "meta" for t in meta_inputs)
-    assert meta_footprint(problem, sizes, meta_inputs) == real == (16 * 64 * 64 * 64 * 2
+    assert meta_footprint(problem, sizes, meta_inputs).total == real == (16 * 64 * 64 * 64 * 2
                                                                    + 64 * 64 * 9 + 64) * 4
+
+
+def test_the_least_hold_counts_outputs_as_they_are(kernelbench):
+    """check_fits refuses a problem whose least hold exceeds the card: two copies of the inputs
+    and weights, four of the outputs. Average pooling 2-D (KernelBench 45: 16 GiB in, an
+    output 121x smaller) fits an 80 GB card (five copies of its inputs, the old rule, did not);
+    ReLU (6 GiB in, 6 GiB out) holds at least 36 GiB."""
+    import torch
+
+    from kernelevolve.problem import call_factory, load_problem
+    from kernelevolve.tools.harness.worker import meta_footprint
+
+    def footprint(name: str):
+        problem = load_problem(kernelbench / "level1" / name)
+        with torch.device("meta"):
+            inputs = call_factory(problem.module(problem.sizes), "get_inputs", problem.path)
+        return meta_footprint(problem, dict(problem.sizes), inputs)
+
+    pool = footprint("45_Average_Pooling_2D.py")
+    assert pool.inputs == 16 * 2**30 and pool.outputs < pool.inputs // 100
+    assert 32 * 2**30 < pool.least_hold < 80 * 10**9 < 5 * pool.inputs
+    relu = footprint("19_ReLU.py")
+    assert relu.inputs == relu.outputs == 4096 * 393216 * 4 and relu.weights == 0
+    assert relu.least_hold == 6 * relu.inputs
+
+
+def test_outputs_held_as_a_caller_would_fit_a_sixteenth_of_the_gpu():
+    """On a GPU the candidate's process holds as many earlier outputs as fit PREVIOUS_SHARE of
+    the card, at least one; on the interpreter targets PREVIOUS_KEPT."""
+    import torch
+
+    from kernelevolve.tools.harness import worker
+
+    assert worker.previous_kept(torch.device("cpu"), 8 * 2**30) == worker.PREVIOUS_KEPT
+    if torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(0).total_memory
+        cuda = torch.device("cuda", 0)
+        assert worker.previous_kept(cuda, total // 10) == 1
+        assert worker.previous_kept(cuda, 1 << 20) == worker.PREVIOUS_KEPT_CUDA

@@ -161,8 +161,13 @@ def exit_description(status: int) -> str:
 # GPU tensors travel as CUDA IPC handles (plain bytes and numbers), not as copies through the
 # host: a 6 GB KernelBench input would otherwise cost seconds each way. The receiver opens the
 # handle, copies the tensor into its own memory and lets the mapping go; the sender keeps what
-# it sent alive until its next message.
+# it sent alive until its next message. A reply's fields named in MAPPED stay mapped instead
+# (no copy): the judge reads them once, before its next request, and lets them go.
 _IPC = "__cuda_ipc__"
+# inputs_after: the candidate's inputs after a forward, compared with the judge's own at once
+# (a copy was a whole input more in the judge: 6 GB at KernelBench's sizes, on an H100 80GB the
+# difference between fitting and not).
+MAPPED = frozenset({"inputs_after"})
 
 
 def send(sock: socket.socket, obj: Any, keep: list[Any] | None = None) -> None:
@@ -183,7 +188,10 @@ def recv(sock: socket.socket, trusted: bool) -> Any:
     header = _recv_exact(sock, 8)
     (n,) = struct.unpack("<Q", header)
     data = _recv_exact(sock, n)
-    return _unpack(torch.load(io.BytesIO(data), weights_only=not trusted, map_location=None))
+    obj = torch.load(io.BytesIO(data), weights_only=not trusted, map_location=None)
+    if type(obj) is dict:
+        return {k: _unpack(v, copy=k not in MAPPED) for k, v in obj.items()}
+    return _unpack(obj)
 
 
 def _pack(obj: Any, keep: list[Any]) -> Any:
@@ -204,18 +212,19 @@ def _pack(obj: Any, keep: list[Any]) -> Any:
     return obj
 
 
-def _unpack(obj: Any) -> Any:
+def _unpack(obj: Any, copy: bool = True) -> Any:
     if type(obj) is dict and len(obj) == 1 and _IPC in obj:
-        return _open_ipc(obj[_IPC])
+        return _open_ipc(obj[_IPC], copy)
     if type(obj) in (list, tuple):
-        return type(obj)(_unpack(v) for v in obj)
+        return type(obj)(_unpack(v, copy) for v in obj)
     if type(obj) is dict:
-        return {k: _unpack(v) for k, v in obj.items()}
+        return {k: _unpack(v, copy) for k, v in obj.items()}
     return obj
 
 
-def _open_ipc(fields: Any) -> torch.Tensor:
-    """A private copy of a tensor shared by handle; every field type-checked first."""
+def _open_ipc(fields: Any, copy: bool = True) -> torch.Tensor:
+    """A private copy of a tensor shared by handle (``copy``), or the sender's memory mapped,
+    valid until the sender's next message; every field type-checked first."""
     (shape, stride, offset, dtype_name, device, handle, size_b, offset_b, ref_handle,
      ref_offset, event_handle, event_sync) = fields
     dtype = getattr(torch, str(dtype_name), None)
@@ -230,7 +239,7 @@ def _open_ipc(fields: Any) -> torch.Tensor:
         bool(event_sync))
     view = torch.empty(0, dtype=dtype, device=f"cuda:{device}")
     view.set_(storage, offset, shape, stride)
-    return view.clone()
+    return view.clone() if copy else view
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -386,7 +395,10 @@ class CandidateSide:
         args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
         # Before this forward: the outputs the caller let go of since must have been freed.
         kept = self.storages.still_alive(self.last_out, self.previous)
-        before = compare.snapshot(args)
+        # On a GPU the judge compares the inputs after the forward with its own (inputs_after,
+        # sent by handle): a snapshot here would be a whole input more (6 GB at KernelBench's
+        # sizes). Elsewhere they go back only when small, so this process compares them.
+        before = compare.snapshot(args) if self.device.type != "cuda" else None
         # Free memory holds garbage, not an earlier output a kernel that skips writes would find
         # (this process never held the reference's answers; its own earlier outputs are for
         # other inputs). One output's worth, at most a quarter of what is free.
@@ -422,7 +434,7 @@ class CandidateSide:
             "odd_outputs": [type(v).__name__ for v in as_list(out)
                             if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor],
             "inputs_after": _plain(args) if small else None,
-            "modified": compare.modified_inputs(before, args),
+            "modified": compare.modified_inputs(before, args) if before is not None else [],
             "threads": started.count,
             "stream_switched": stream is not None and torch.cuda.current_stream() != stream,
             "tampered": self.integrity.tampered(),

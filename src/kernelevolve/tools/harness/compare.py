@@ -524,6 +524,19 @@ def error_stats(e: torch.Tensor, a: torch.Tensor, t: torch.Tensor, b: torch.Tens
     return ErrorStats(a_[0], rms[0], a_[2], rms[1], a_[4], rms[2], int(n[2]))
 
 
+def tf32_round(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to TF32 (fp32 with a 10-bit mantissa, to nearest, ties to even), as the
+    tensor cores take an fp32 operand in TF32 mode; a copy. Other dtypes, NaN and infinities
+    as they are."""
+    if t.dtype != torch.float32:
+        return t.clone()
+    bits = t.view(torch.int32)
+    # Adding half the dropped range (plus the kept part's last bit, for ties to even) carries
+    # into the kept bits; two's complement addition on the pattern works for either sign.
+    rounded = ((bits + (0x0FFF + ((bits >> 13) & 1))) & -0x2000).view(torch.float32)
+    return torch.where(torch.isfinite(t), rounded, t)
+
+
 def within_baseline(expected: Any, actual: Any, truth: Any, baseline: Any, factor: float
                     ) -> tuple[bool, str]:
     """The precision contract 'baseline' (``eval.precision``): per floating output, the

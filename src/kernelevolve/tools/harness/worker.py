@@ -120,10 +120,6 @@ WALL_SLACK = (1.25, 0.3, 5.0)
 # holds where the traffic is at least this many times the L2 cache.
 FLOOR_MARGIN = 1.3
 FLOOR_MIN_L2 = 4
-# check_fits: the fewest copies of a problem's inputs that one evaluation holds on the device
-# at once (the judge: the inputs, the reference's output and the candidate's; the candidate's
-# process: its own inputs and output), outputs counted as large as the inputs.
-MIN_COPIES = 5
 # run_plan: how many earlier outputs the candidate's process holds (as a caller would) and the
 # judge checks unchanged after each forward: a ring of that many buffers is caught (a larger
 # one by the candidate process's reference check, candidate.retained_outputs, and at any length
@@ -138,11 +134,15 @@ REAL_SIZE_BUDGET = 2
 REAL_SIZE_PLANS = 1
 REAL_SIZE_MAX_S = 30.0
 PREVIOUS_KEPT_CUDA = 2
-# whole_gpu: an evaluation whose least hold (MIN_COPIES copies of its inputs) is above this
-# share of the GPU's memory holds the GPU exclusively from its first check to its verdict,
+# previous_kept: the earlier outputs held on a GPU take at most this share of it (at
+# KernelBench's sizes an output is 6-8 GB: one, not two, on an 80 GB card). A longer ring is
+# caught at any length by the storage check.
+PREVIOUS_SHARE = 1 / 16
+# whole_gpu: an evaluation whose least hold (Footprint.least_hold) or typical peak is above
+# this share of the GPU's memory holds the GPU exclusively from its first check to its verdict,
 # so two such evaluations never meet on one GPU (on an H100 80GB, bench shards ran KernelBench
-# 63 and 87 out of memory beside one another; each fits alone). Measured peaks were 4-21x
-# the footprint, so 0.25 keeps an evaluation past about a third of the card to itself.
+# 63 and 87 out of memory beside one another). Measured peaks were 4-21x the footprint, so 0.25
+# keeps an evaluation past about a third of the card to itself.
 WHOLE_GPU_SHARE = 0.25
 # the judge's peak over the problem's footprint (inputs, outputs, weights) on that H100: 4.1-21x,
 # 8x typical for footprints over 1 GiB (the larger multiples are fixed costs over small ones)
@@ -184,21 +184,50 @@ def gpu_lock(device: torch.device, shared: bool = False):
         yield
 
 
-def meta_footprint(problem: Problem, sizes: dict[str, int], inputs: list[Any]) -> int:
-    """Bytes of the problem's inputs (as made on the meta device), outputs and weights at
-    ``sizes``, the reference built and run on the meta device (no memory taken); the inputs
-    alone where the reference cannot run there."""
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes of a problem's inputs, outputs and weights at some sizes (meta_footprint)."""
+
+    inputs: int
+    outputs: int
+    weights: int
+
+    @property
+    def total(self) -> int:
+        return self.inputs + self.outputs + self.weights
+
+    @property
+    def least_hold(self) -> int:
+        """The least an evaluation holds on the device at once: the judge's inputs, weights,
+        the reference's output and its copy of the candidate's; the candidate's process's own
+        inputs, weights, output and the previous output a caller still holds."""
+        return 2 * (self.inputs + self.weights) + 4 * self.outputs
+
+
+def meta_footprint(problem: Problem, sizes: dict[str, int], inputs: list[Any]) -> Footprint:
+    """The problem's inputs (as made on the meta device), outputs and weights at ``sizes``,
+    the reference built and run on the meta device (no memory taken); outputs counted as
+    large as the inputs where the reference cannot run there."""
     need = tensor_bytes(inputs)
     try:
         with torch.device("meta"):
             _, model, _ = problem.instantiate(sizes)
             with torch.no_grad():
                 out = model(*inputs)
-    except Exception:  # an op the meta device lacks, data-dependent shapes: inputs alone
-        return need
+    except Exception:  # an op the meta device lacks, data-dependent shapes
+        return Footprint(need, need, 0)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     weights = [t for t in (*model.parameters(), *model.buffers())]
-    return need + tensor_bytes(outs) + tensor_bytes(weights)
+    return Footprint(need, tensor_bytes(outs), tensor_bytes(weights))
+
+
+def previous_kept(device: torch.device, out_bytes: int) -> int:
+    """How many outputs the candidate's process holds as a caller would while the next forward
+    runs (PREVIOUS_KEPT; on a GPU as many as fit PREVIOUS_SHARE of it, at least one)."""
+    if device.type != "cuda":
+        return PREVIOUS_KEPT
+    total = torch.cuda.get_device_properties(device).total_memory
+    return max(1, min(PREVIOUS_KEPT_CUDA, int(PREVIOUS_SHARE * total) // max(out_bytes, 1)))
 
 
 @contextlib.contextmanager
@@ -371,6 +400,11 @@ class Evaluation:
         self.other_baseline = {**flags.PRESETS["defaults" if numeric_fp32 else "fp32"],
                                "compile_mode": self.baseline["compile_mode"]}
         self.contract_passes: list[str] = []  # comparisons the precision contract passed
+        # The input shapes of the problem's own size (the first set checked) and whether the
+        # precision contract passed a comparison there: the user's PyTorch computes below
+        # fp32 at the size it runs (compare, at other shapes).
+        self.own_shapes: list[tuple[int, ...]] | None = None
+        self.contract_at_own = False
         # Autotune configs in Triton's interpreter: the turn the next forward runs, and what
         # the last one ran (run_candidate).
         self.next_turn = 0
@@ -623,9 +657,10 @@ class Evaluation:
             raise Verdict("cheat", f"the forward returned tensor subclasses "
                                    f"({', '.join(obs.odd_outputs)}): outputs must be plain "
                                    f"torch.Tensor ({label})")
-        after = reply.get("inputs_after")
+        after = reply.pop("inputs_after", None)  # mapped on a GPU: read now, let go (MAPPED)
         changed = (compare.modified_inputs(inputs, after) if isinstance(after, list)
                    and len(after) == len(inputs) else obs.modified)
+        del after
         if changed:
             raise Verdict("cheat", f"the forward modified its inputs {changed} ({label})")
         if obs.threads:
@@ -684,10 +719,34 @@ class Evaluation:
         with flags.applied(self.baseline):
             return self.reference(ref, inputs)
 
+    def reference_tf32_class(self, ref: torch.nn.Module, inputs: list[Any]) -> Any:
+        """The reference in fp32 with TF32 off on its floating inputs and parameters rounded
+        to TF32's 10-bit mantissa (compare.tf32_round): the error one TF32 product makes at these
+        shapes. The precision contract's allowance at a shape where the library picked an exact
+        algorithm although it computes in TF32 at the problem's own size (cuDNN does, by shape:
+        on an H100 a 3x3 convolution at 16x64x64x64 in TF32, at 13x49x49x49 exactly). None
+        where it does not run."""
+        saved = [p.detach().clone() for p in ref.parameters()]
+        try:
+            with torch.no_grad():
+                for p in ref.parameters():
+                    p.copy_(compare.tf32_round(p))
+                rounded = [compare.tf32_round(v) if isinstance(v, torch.Tensor) else v
+                           for v in inputs]
+                # the process's own flags: TF32 off (serve), as for the truth
+                return compare.own_copy(ref(*rounded), [*ref.parameters(), *ref.buffers()])
+        except Exception:  # the comparison then stays as it was
+            return None
+        finally:
+            with torch.no_grad():
+                for p, v in zip(ref.parameters(), saved, strict=True):
+                    p.copy_(v)
+
     def compare(self, expected: Any, actual: Any, label: str,
                 truth: Callable[[], Any] | None = None,
                 nudged: Callable[..., Any] | None = None,
-                baseline: Callable[[], Any] | None = None) -> None:
+                baseline: Callable[[], Any] | None = None,
+                tf32_class: Callable[[], Any] | None = None) -> None:
         """Compare, and where only the output's own scale refuses it, ask ``truth`` (the
         reference in float64) how inexact the fp32 reference itself is there, and ``nudged``
         (the reference on inputs moved by one rounding; ``nudged(draw=1)`` a second sample)
@@ -695,7 +754,9 @@ class Evaluation:
         precision contract is the baseline's (``self.contract``), ``baseline`` (the reference
         under the timed baseline's flags) measures the error the user's PyTorch makes on these
         inputs, and the candidate's may be ``eval.precision_factor`` times it
-        (compare.within_baseline)."""
+        (compare.within_baseline). At a shape other than the problem's own, where the baseline
+        ran below fp32 at its own size but exactly here, ``tf32_class`` gives the allowance
+        instead: the error TF32 products make on these inputs (reference_tf32_class)."""
         args = (self.cfg.get("atol"), self.cfg.get("rtol"), bool(self.cfg.get("allow_loose_fp32")))
         errors, problem = compare.compare_outputs(expected, actual, *args)
         exact = None
@@ -720,8 +781,19 @@ class Evaluation:
             exact = exact if exact is not None else truth()
             base = baseline() if exact is not None else None
             if base is not None:
-                passed, detail = compare.within_baseline(
-                    expected, actual, exact, base, float(self.cfg.get("precision_factor", 3.0)))
+                factor = float(self.cfg.get("precision_factor", 3.0))
+                passed, detail = compare.within_baseline(expected, actual, exact, base, factor)
+                if passed and tf32_class is None:
+                    self.contract_at_own = True
+                if not passed and tf32_class is not None and self.contract_at_own:
+                    del base
+                    base = tf32_class()
+                    if base is not None:
+                        passed, also = compare.within_baseline(expected, actual, exact, base,
+                                                               factor)
+                        detail = (f"{also} (the baseline computed these shapes exactly and the "
+                                  f"problem's own in TF32: the allowance is TF32 products' error "
+                                  f"here)" if passed else f"{detail}; {also} with TF32 products")
                 if passed:
                     problem = None
                     if len(self.contract_passes) < 8:
@@ -748,9 +820,14 @@ class Evaluation:
         self.footprint = max(self.footprint, tensor_bytes(inputs) + tensor_bytes(expected)
                              + sum(t.nbytes for t in (*ref.parameters(), *ref.buffers())))
         out = self.run_candidate(key, inputs, label)
+        shapes = [tuple(v.shape) for v in inputs if isinstance(v, torch.Tensor)]
+        if self.own_shapes is None:  # the first set checked is at the problem's own size
+            self.own_shapes = shapes
         self.compare(expected, out, label, truth=functools.partial(self.reference64, ref, inputs),
                      nudged=functools.partial(self.reference_nudged, ref, inputs),
-                     baseline=functools.partial(self.reference_baseline, ref, inputs))
+                     baseline=functools.partial(self.reference_baseline, ref, inputs),
+                     tf32_class=None if shapes == self.own_shapes else functools.partial(
+                         self.reference_tf32_class, ref, inputs))
         return out, expected
 
     def refill(self, module: Any, problem: Problem, inputs: list[Any], seed: int) -> None:
@@ -900,7 +977,7 @@ class Evaluation:
                                           f"previous input set while the reference's changed: "
                                           f"it does not depend on the input")
             earlier = (out_digest, expected_digest)
-            keep = PREVIOUS_KEPT_CUDA if self.device.type == "cuda" else PREVIOUS_KEPT
+            keep = previous_kept(self.device, tensor_bytes(expected))
             held = [out_digest, *held][:keep]
             del out, expected
             self.remote.ask("keep_previous", keep=keep)
@@ -1548,27 +1625,28 @@ class Evaluation:
             module = problem.module(sizes)
             with torch.device("meta"):
                 values = call_factory(module, "get_inputs", problem.path)
-            need = tensor_bytes(values)
         except Exception:  # inputs the meta device cannot make: the checks find out
             return
         total = torch.cuda.get_device_properties(self.device).total_memory
-        if MIN_COPIES * need > total:
+        fp = meta_footprint(problem, sizes, values)
+        gib = 2**30
+        if fp.least_hold > total:
             raise ProblemError(
-                f"this problem cannot be evaluated on this GPU: its inputs take "
-                f"{need / 2**30:.1f} GiB at {sizes}, and an evaluation holds at least "
-                f"{MIN_COPIES} such copies at once (the judge's inputs, the reference's and the "
-                f"candidate's outputs; the candidate's own inputs and output): "
-                f"{MIN_COPIES * need / 2**30:.1f} GiB against the {total / 2**30:.1f} GiB of "
-                f"{torch.cuda.get_device_name(self.device)}. Shrink its sizes (the file's "
-                f"module-level sizes) or use a GPU with more memory")
-        footprint = meta_footprint(problem, sizes, values)
-        if max(MIN_COPIES * need, TYPICAL_PEAK * footprint) > WHOLE_GPU_SHARE * total:
+                f"this problem cannot be evaluated on this GPU: at {sizes} its inputs take "
+                f"{fp.inputs / gib:.1f} GiB, its outputs {fp.outputs / gib:.1f} GiB and its "
+                f"weights {fp.weights / gib:.1f} GiB, and an evaluation holds at least two "
+                f"copies of the inputs and weights (the judge's and the candidate's) and four of "
+                f"the outputs (the reference's, the candidate's, the judge's copy of it, the "
+                f"previous one a caller holds): {fp.least_hold / gib:.1f} GiB against the "
+                f"{total / gib:.1f} GiB of {torch.cuda.get_device_name(self.device)}. Shrink "
+                f"its sizes (the file's module-level sizes) or use a GPU with more memory")
+        if max(fp.least_hold, TYPICAL_PEAK * fp.total) > WHOLE_GPU_SHARE * total:
             self.held.enter_context(whole_gpu(self.device))
             self.check("fits this GPU", True,
-                       f"its inputs take {need / 2**30:.1f} GiB, with outputs and weights "
-                       f"{footprint / 2**30:.1f} GiB; an evaluation typically holds "
-                       f"{TYPICAL_PEAK}x that: it held the GPU alone, from its first check to "
-                       f"its verdict")
+                       f"its inputs, outputs and weights take {fp.total / gib:.1f} GiB; an "
+                       f"evaluation holds at least {fp.least_hold / gib:.1f} GiB at once, "
+                       f"typically {TYPICAL_PEAK}x its data: it held the GPU alone, from its "
+                       f"first check to its verdict")
 
     def run(self) -> dict[str, Any]:
         t_start = time.perf_counter()
