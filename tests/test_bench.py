@@ -201,3 +201,45 @@ def test_the_nan_and_infinity_checks_read_from_the_verdict() -> None:
     md = markdown(report)
     assert "- NaN and infinities as the reference: 1 of 2 verified kernels checked" in md
     assert "| NaN differ |" in md
+
+
+def test_the_llm_loop_figures_reach_the_outcome_and_the_table(tmp_path: Path) -> None:
+    """Where a model wrote the candidates, an outcome carries its calls and tokens (the run's
+    usage) and the round and speedup of the first verified kernel (from the trace), and the
+    table shows them beside the best; the offline table stays as it was."""
+    import time
+
+    from kernelevolve.bench import first_cell, outcome_of
+    from kernelevolve.graph.rundir import TuneResult
+    from kernelevolve.graph.state import Usage
+
+    (tmp_path / "trace.json").write_text(json.dumps([
+        {"kind": "evaluate", "round": "1", "node_id": "n0001",
+         "text": "n0001: compile_error: CompilationError: at 3:4"},
+        {"kind": "evaluate", "round": "2", "node_id": "n0002",
+         "text": "n0002: ok, 0.41x vs eager; memory-bound"},
+        {"kind": "evaluate", "round": "4", "node_id": "n0005",
+         "text": "n0005: ok, 1.37x vs eager; memory-bound"}]))
+    result = TuneResult(run_id="r1", run_dir=str(tmp_path), problem="p", target="cuda",
+                        synthesizer="a-model", finished=True, best_node="n0005",
+                        best_speedup=1.37, rounds=6, candidates=7, verified=2,
+                        usage=Usage(llm_calls=9, prompt_tokens=30_000, completion_tokens=12_345))
+    o = outcome_of(tmp_path / "p.py", result, time.monotonic())
+    assert (o.llm_calls, o.tokens) == (9, 42_345)
+    assert (o.first_verified_round, o.first_verified_speedup) == (2, 0.41)
+    assert first_cell(o) == "2, 0.41x" and o.speedup_vs_eager == 1.37
+    report = summarize([o], problems_dir="p", target="cuda", timed=True, simulated=False,
+                       synthesizer="a-model", rounds=6)
+    text = markdown(report)
+    assert "first verified (round, vs eager) | calls / tokens |" in text
+    assert "| 2, 0.41x | 9 / 42,345 |" in text
+    assert "- model calls: 9, tokens 42,345; median round of the first verified kernel 2" in text
+    offline = ProblemOutcome(problem="q", path="q.py", correct=True, speedup_vs_eager=1.1)
+    assert "calls / tokens" not in markdown(summarize(
+        [offline], problems_dir="p", target="cuda", timed=True, simulated=False,
+        synthesizer="offline", rounds=2))
+    (tmp_path / "trace.json").write_text(json.dumps([
+        {"kind": "evaluate", "round": "1", "node_id": "n0001", "text": "n0001: ok"}]))
+    untimed = outcome_of(tmp_path / "p.py", result, time.monotonic())
+    assert (untimed.first_verified_round, untimed.first_verified_speedup) == (1, None)
+    assert first_cell(untimed) == "1, not timed"

@@ -81,6 +81,13 @@ class ProblemOutcome(BaseModel):
         None, description="the problem's inputs, outputs and weights at the timed sizes")
     awaiting: str | None = Field(
         None, description="batch mode: the run stopped for replies to this requests file")
+    llm_calls: int = Field(0, description="the synthesizer's model calls (re-asks included)")
+    tokens: int = Field(0, description="prompt and completion tokens of those calls")
+    first_verified_round: int | None = Field(
+        None, description="the round of the run's first verified kernel")
+    first_verified_speedup: float | None = Field(
+        None, description="that kernel's speedup vs eager as the search measured it (None "
+                          "where not timed); speedup_vs_eager is the best's after the rounds")
 
 
 class BenchReport(BaseModel):
@@ -224,6 +231,27 @@ def _first_failure(run_dir: Path) -> str:
     return ""
 
 
+def _first_verified(run_dir: Path) -> tuple[int | None, float | None]:
+    """The round of the run's first verified kernel and its speedup vs eager as the search
+    measured it, from the run's trace (``n0003: ok, 1.21x vs eager``); (None, None) without
+    one."""
+    import json
+
+    try:
+        events = json.loads((run_dir / "trace.json").read_text())
+    except (OSError, ValueError):
+        return None, None
+    for ev in events:
+        found = re.match(r"\S+: ok\b(?:, ([0-9.]+)x vs eager)?", str(ev.get("text", "")))
+        if ev.get("kind") == "evaluate" and found:
+            speedup = float(found.group(1)) if found.group(1) else None
+            try:
+                return int(ev.get("round")), speedup
+            except (TypeError, ValueError):
+                return None, speedup
+    return None, None
+
+
 def nonfinite_outcome(checks: list[Check]) -> str | None:
     """'kept', or what differs ('NaN', 'infinities', both), from a verdict's checks on inputs
     with NaN and infinities; None where they did not run."""
@@ -291,7 +319,10 @@ def outcome_of(path: Path, result: TuneResult, start: float) -> ProblemOutcome:
         judge_peak_gib=memory.judge_peak_bytes / 2**30 if memory else None,
         wall_per_call_ms=timing.wall_per_call_ms if timing else None,
         footprint_gib=memory.footprint_bytes / 2**30 if memory else None,
-        awaiting=result.awaiting.requests_file if result.awaiting is not None else None)
+        awaiting=result.awaiting.requests_file if result.awaiting is not None else None,
+        llm_calls=result.usage.llm_calls, tokens=result.usage.tokens,
+        **dict(zip(("first_verified_round", "first_verified_speedup"),
+                   _first_verified(Path(result.run_dir)), strict=True)))
 
 
 def run_bench(problems_dir: str | Path, *, target: str | None = None, rounds: int | None = None,
@@ -426,6 +457,13 @@ def memory_cell(o: ProblemOutcome) -> str:
             f"({o.judge_peak_gib / o.footprint_gib:.1f}x)")
 
 
+def first_cell(o: ProblemOutcome) -> str:
+    """``2, 0.41x``: the round of the first verified kernel and its speedup then."""
+    if o.first_verified_round is None:
+        return "-"
+    return f"{o.first_verified_round}, {_x(o.first_verified_speedup, 'not timed')}"
+
+
 def _classes_line(classes: dict[str, int], flags_label: str) -> str:
     return (f"- against the better of eager and torch.compile at {flags_label}: "
             f"{classes.get('faster', 0)} faster by >5%, {classes.get('within', 0)} within 5%, "
@@ -458,6 +496,14 @@ def markdown(report: BenchReport) -> str:
     if report.n_nonfinite_checked:
         lines.append(f"- NaN and infinities as the reference: {report.n_nonfinite_kept} of "
                      f"{report.n_nonfinite_checked} verified kernels checked (eval.nonfinite)")
+    llm = any(o.llm_calls for o in report.problems)
+    if llm:
+        firsts = sorted(o.first_verified_round for o in report.problems
+                        if o.first_verified_round is not None)
+        median = f"; median round of the first verified kernel {firsts[len(firsts) // 2]}" if (
+            firsts) else ""
+        lines.append(f"- model calls: {sum(o.llm_calls for o in report.problems)}, tokens "
+                     f"{sum(o.tokens for o in report.problems):,}{median}")
     if report.baseline:
         lines.insert(3, f"Baselines: eager and torch.compile at **{report.baseline}**"
                         + (f"; the second column of each pair at {report.other_baseline}"
@@ -481,9 +527,10 @@ def markdown(report: BenchReport) -> str:
         "| problem | correct | vs eager | vs torch.compile | " + (
             "vs eager, other flags | vs torch.compile, other flags | " if two else "")
         + "roofline eager / kernel | NaN / inf | " + ("judge peak / data | " if mem else "")
+        + ("first verified (round, vs eager) | calls / tokens | " if llm else "")
         + "rounds | candidates | run | why |",
         "|---|---|---|---|" + ("---|---|" if two else "") + "---|---|" + ("---|" if mem else "")
-        + "---|---|---|---|",
+        + ("---|---|" if llm else "") + "---|---|---|---|",
     ]
     for o in report.problems:
         eager = _x(o.speedup_vs_eager, untimed if not report.timed else "-")
@@ -499,6 +546,7 @@ def markdown(report: BenchReport) -> str:
                      + (f"{eager_o} | {comp_o} | " if two else "")
                      + f"{roofline_cell(o)} | {o.nonfinite or '-'} | "
                      + (f"{memory_cell(o)} | " if mem else "")
+                     + (f"{first_cell(o)} | {o.llm_calls} / {o.tokens:,} | " if llm else "")
                      + f"{o.rounds} | {o.candidates} | {o.run_id or '-'} | {why} |")
     return "\n".join(lines) + "\n"
 
