@@ -399,7 +399,7 @@ def _resume_bench(out_dir: Path, replies: list[Path], *,
                   on_outcome: Callable[[ProblemOutcome], None] | None,
                   on_event: Callable[[Event], None] | None) -> BenchReport:
     """Each waiting run of the bench in ``out_dir`` resumed with its lines of ``replies``."""
-    from kernelevolve.batchapi import BatchReply, run_tag
+    from kernelevolve.batchapi import BatchReply, run_tag, tag_of
     from kernelevolve.batchapi.lines import read_lines, write_lines
     from kernelevolve.graph.session import resume
 
@@ -409,7 +409,7 @@ def _resume_bench(out_dir: Path, replies: list[Path], *,
         raise ConfigError(f"{out_dir / 'bench.json'} is missing or damaged: {exc}") from exc
     lines = [line for f in replies for line in read_lines(f, BatchReply, "a Batch API output line")]
     tags = {run_tag(o.run_id) for o in report.problems if o.awaiting and o.run_id}
-    strays = [line.custom_id for line in lines if line.custom_id.rsplit("-", 3)[0] not in tags]
+    strays = [line.custom_id for line in lines if tag_of(line.custom_id) not in tags]
     if strays:
         raise RepliesError(f"{len(strays)} replies answer no waiting run of the bench in "
                            f"{out_dir}: {', '.join(strays[:5])}; nothing was resumed")
@@ -421,7 +421,7 @@ def _resume_bench(out_dir: Path, replies: list[Path], *,
         if not o.awaiting or o.run_id is None or o.run_dir is None:
             outcomes.append(o)
             continue
-        mine = [line for line in lines if line.custom_id.startswith(run_tag(o.run_id) + "-")]
+        mine = [line for line in lines if tag_of(line.custom_id) == run_tag(o.run_id)]
         split = out_dir / f"replies-{Path(report.requests_file or 'x').stem}-{o.problem}.jsonl"
         if mine:
             write_lines(split, mine)

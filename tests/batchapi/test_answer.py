@@ -63,8 +63,8 @@ def request(cid: str, text: str) -> BatchRequest:
 
 def test_batch_answer_writes_the_batch_apis_output_format(tmp_path: Path, endpoint: str) -> None:
     requests = tmp_path / "requests-001.jsonl"
-    requests.write_text(request("ke-1-s2-candidate0-0", "write the kernel").model_dump_json()
-                        + "\n" + request("ke-1-s2-candidate1-0", "FAIL").model_dump_json()
+    requests.write_text(request("ke-1-n0001-coder-0", "write the kernel").model_dump_json()
+                        + "\n" + request("ke-1-n0002-coder-0", "FAIL").model_dump_json()
                         + "\n")
     out = tmp_path / "replies.jsonl"
     result = runner.invoke(app, ["batch", "answer", str(requests), "--out", str(out),
@@ -73,8 +73,8 @@ def test_batch_answer_writes_the_batch_apis_output_format(tmp_path: Path, endpoi
     assert result.exit_code == 1, result.output  # one request failed
     assert "wrote 2 replies" in result.output and "(1 failed)" in result.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [line["custom_id"] for line in lines] == ["ke-1-s2-candidate0-0",
-                                                     "ke-1-s2-candidate1-0"]
+    assert [line["custom_id"] for line in lines] == ["ke-1-n0001-coder-0",
+                                                     "ke-1-n0002-coder-0"]
     ok, failed = (BatchReply.model_validate(line) for line in lines)
     assert set(lines[0]) == {"id", "custom_id", "response", "error"}
     assert lines[0]["id"].startswith("batch_req_") and lines[0]["error"] is None
@@ -86,7 +86,7 @@ def test_batch_answer_writes_the_batch_apis_output_format(tmp_path: Path, endpoi
 
 
 def test_what_makes_a_line_unusable() -> None:
-    req = {"custom_id": "ke-1-s2-coder-0", "body": request("x", "y").body}
+    req = {"custom_id": "ke-1-n0001-coder-0", "body": request("x", "y").body}
     assert BatchReply.model_validate(ok_line(req, "no_code")).failure is None
     assert BatchReply.model_validate(status_line(req, 429)).failure.startswith("HTTP 429: ")
     assert BatchReply.model_validate(error_line(req)).failure.startswith("error batch_expired:")

@@ -255,7 +255,7 @@ def plan_batch(state: RunState, deps: Deps, tree: SearchTree, seeds: list[Draft]
         others = [(i, e) for i, e in planned if i != node_id]
         ps = prompt_state({**state, "tree": tree, "expansion": exp, "draft": None,
                            "knowledge": [], "diagnosis": tree.nodes[exp.parent_id].diagnosis,
-                           "user_notes": all_notes}, pending=others)
+                           "user_notes": all_notes}, pending=others, node_id=node_id)
         slots.append(Slot(node_id=node_id, round=round_, expansion=exp, prompt=ps,
                           wall_s=usage.wall_s))
     return {"round": round_, "expansion": None, "tree": tree, "draft": None, "batch": slots,

@@ -10,19 +10,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelevolve.batchapi.exchange import Exchange, Intake, RepliesNeeded, RepliesWanted, run_tag
+from kernelevolve.batchapi.exchange import (
+    REQUEST_NAME,
+    Exchange,
+    Intake,
+    RepliesWanted,
+    request_name,
+    run_tag,
+    tag_of,
+)
 from kernelevolve.batchapi.lines import BatchReply, BatchRequest
 
-__all__ = ["BatchChatModel", "BatchReply", "BatchRequest", "Exchange", "Intake",
-           "RepliesNeeded", "RepliesWanted", "attach", "run_tag"]
+__all__ = ["REQUEST_NAME", "BatchChatModel", "BatchReply", "BatchRequest", "Exchange", "Intake",
+           "RepliesNeeded", "RepliesWanted", "attach", "request_name", "run_tag", "tag_of"]
 
 
 def __getattr__(name: str) -> Any:
-    # the chat model loads LangChain (seconds): only where a run needs it, not for `--help`
-    if name == "BatchChatModel":
-        from kernelevolve.batchapi.chat import BatchChatModel
+    # the chat model loads LangChain and LangGraph (seconds): only where a run needs it, not
+    # for `--help`
+    if name in ("BatchChatModel", "RepliesNeeded"):
+        from kernelevolve.batchapi import chat
 
-        return BatchChatModel
+        return getattr(chat, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -2,7 +2,8 @@
 missing records the request and stops the step (``RepliesNeeded``).
 
 It sits behind the same seam as an endpoint's chat model (the LLM synthesizer calls
-``invoke``), so prompts, reply parsing, token counts and the trace are those of an online run.
+``invoke``, naming the request in the call's metadata), so prompts, reply parsing, token counts
+and the trace are those of an online run.
 """
 
 from __future__ import annotations
@@ -14,21 +15,31 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.errors import GraphBubbleUp
 
-from kernelevolve.batchapi.exchange import Exchange
+from kernelevolve.batchapi.exchange import REQUEST_NAME, Exchange
 from kernelevolve.batchapi.lines import BatchReply, BatchRequest
 
 
-def position(run_manager: CallbackManagerForLLMRun | None) -> str:
-    """Where in the graph the call is made, from LangGraph's metadata: ``s<step>-<node>``, and
-    for a branch of a batch round its index (``s7-candidate2``). Outside a graph: ``call``."""
+class RepliesNeeded(GraphBubbleUp):  # noqa: N818 - not a failure: the run stops to wait
+    """The run needs a reply it has not been given: it stops at this step (the session writes
+    the requests file).
+
+    A GraphBubbleUp, not a plain exception: LangGraph cancels the tasks of a superstep that
+    have not started yet when one fails, so a batch round whose branches waited for a thread
+    (the pool also runs the checkpoint writes) would lose their requests until the next stop;
+    a bubble-up lets every branch run and ask, saves what the finished ones wrote, and is
+    re-raised by ``invoke`` once the step is over."""
+
+
+def request_of(run_manager: CallbackManagerForLLMRun | None) -> str:
+    """The name the call gave its request (``REQUEST_NAME`` in its metadata)."""
     meta = run_manager.metadata if run_manager is not None else {}
-    step, node = meta.get("langgraph_step"), meta.get("langgraph_node")
-    if step is None or node is None:
-        return "call"
-    path: tuple[object, ...] = tuple(meta.get("langgraph_path") or ())
-    branch = str(path[1]) if len(path) > 1 and path[0] == "__pregel_push" else ""
-    return f"s{step}-{node}{branch}"
+    name = (meta or {}).get(REQUEST_NAME)
+    if not isinstance(name, str) or not name:
+        raise RuntimeError(f"a batch-mode call must name its request (metadata "
+                           f"{REQUEST_NAME!r}): the LLM synthesizer does")
+    return name
 
 
 def reply_message(reply: BatchReply, model: str) -> AIMessage:
@@ -72,8 +83,10 @@ class BatchChatModel(BaseChatModel):
         exchange = self.exchange
         if not isinstance(exchange, Exchange):
             raise RuntimeError("BatchChatModel is not attached to a run (Session attaches it)")
-        request = BatchRequest(custom_id=exchange.custom_id(position(run_manager)),
+        request = BatchRequest(custom_id=exchange.custom_id(request_of(run_manager)),
                                body=self.body(messages))
         reply = exchange.reply_for(request)
+        if reply is None:
+            raise RepliesNeeded(request.custom_id)
         return ChatResult(generations=[ChatGeneration(message=reply_message(reply,
                                                                             self.model_name))])

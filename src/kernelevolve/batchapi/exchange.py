@@ -3,15 +3,20 @@
 They live in the run directory's ``batch/`` folder: ``requests-001.jsonl``, ``requests-002.jsonl``
 ... (Batch API input files, one per stop) and ``replies-001.jsonl`` ... (copies of the output
 files given to ``resume --replies``, so a later resume still has them). A request's
-``custom_id`` names its place in the run, not its text: the run's tag, the graph step, the node
-(and the branch of a batch round) and the call's number within that task, so the step that runs
-again on resume asks for the same ids and finds its replies.
+``custom_id`` names what it asks for, not its text nor when the graph asked it: the run's tag,
+the search-tree node its reply becomes, the role (``coder``: a new candidate; ``debugger``: a
+repair) and the Coder's attempt (re-asks after a reply without usable code), e.g.
+``ke-325efef0-n0002-coder-1``. The call names the request itself (``REQUEST_NAME`` in its
+LangChain metadata), so the ids do not depend on LangGraph's steps, on which branch of a round
+ran first, or on how many resumes it took: a step that runs again on resume asks for the same
+ids and finds its replies.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -24,11 +29,11 @@ from kernelevolve.errors import RepliesError
 log = logging.getLogger(__name__)
 
 BATCH_DIR = "batch"
-
-
-class RepliesNeeded(Exception):  # noqa: N818 - not a failure: the run stops to wait
-    """The run needs a reply it has not been given: it stops at this step (the session writes
-    the requests file)."""
+# The LangChain metadata key under which a batch-mode call names its request
+# (``request_name``); the chat model refuses a call without it.
+REQUEST_NAME = "kernelevolve_request"
+_REQUEST = re.compile(r"n\d{4,}-(coder|debugger)-\d+")
+_TAG = re.compile(r"ke-[0-9a-f]{8}")
 
 
 class RepliesWanted(BaseModel):
@@ -59,6 +64,21 @@ def run_tag(run_id: str) -> str:
     return "ke-" + hashlib.sha256(run_id.encode()).hexdigest()[:8]
 
 
+def tag_of(custom_id: str) -> str | None:
+    """The run tag a custom_id begins with (None where it has none)."""
+    head = "-".join(custom_id.split("-", 2)[:2])
+    return head if _TAG.fullmatch(head) else None
+
+
+def request_name(node_id: str, role: str, attempt: int) -> str:
+    """What a call asks for, as its custom_id names it after the run tag: the node its reply
+    becomes, ``coder`` or ``debugger``, and the attempt (``n0002-coder-1``)."""
+    name = f"{node_id}-{role}-{attempt}"
+    if not _REQUEST.fullmatch(name):
+        raise ValueError(f"not a request name: {name!r} (node id, coder|debugger, attempt)")
+    return name
+
+
 def _numbered(folder: Path, stem: str) -> list[Path]:
     return sorted(folder.glob(f"{stem}-[0-9][0-9][0-9].jsonl"))
 
@@ -70,7 +90,7 @@ class Exchange:
         self.dir = run_dir / BATCH_DIR
         self.tag = run_tag(run_id)
         self._lock = threading.Lock()
-        self._calls: dict[str, int] = {}
+        self._asked: dict[str, str] = {}  # this drive's ids -> their messages' digest
         self.pending: dict[str, BatchRequest] = {}
         self.failed: dict[str, str] = {}
         self.requested: dict[str, BatchRequest] = {}
@@ -94,24 +114,30 @@ class Exchange:
     # -- during a run ------------------------------------------------------------------------
 
     def begin(self) -> None:
-        """A new drive of the graph: call numbers start again (the step that was cut off runs
-        again and asks for the same ids)."""
+        """A new drive of the graph: nothing wanted yet (the step that was cut off runs again
+        and asks for the same ids)."""
         with self._lock:
-            self._calls.clear()
+            self._asked.clear()
             self.pending.clear()
             self.failed.clear()
 
-    def custom_id(self, where: str) -> str:
-        """The next call's id at ``where`` (step, node and branch)."""
-        with self._lock:
-            n = self._calls.get(where, 0)
-            self._calls[where] = n + 1
-        return f"{self.tag}-{where}-{n}"
+    def custom_id(self, name: str) -> str:
+        """The id of the request ``name`` (``request_name``) in this run."""
+        if not _REQUEST.fullmatch(name):
+            raise ValueError(f"not a request name: {name!r}")
+        return f"{self.tag}-{name}"
 
-    def reply_for(self, request: BatchRequest) -> BatchReply:
-        """The usable reply to ``request``; else it is recorded as wanted and RepliesNeeded
-        stops the step."""
+    def reply_for(self, request: BatchRequest) -> BatchReply | None:
+        """The usable reply to ``request``; None where there is none yet (it is recorded as
+        wanted: the caller stops the step)."""
         with self._lock:
+            seen = self._asked.setdefault(request.custom_id, request.digest)
+            if seen != request.digest:
+                # two different prompts under one name in one drive: a reply would answer the
+                # wrong one, so the run stops rather than guess
+                raise RepliesError(f"two different requests of this run are named "
+                                   f"{request.custom_id}; this is a bug in kernelevolve, "
+                                   "please report it")
             reply = self.replies.get(request.custom_id)
             if reply is not None and reply.failure is None:
                 asked = self.requested.get(request.custom_id)
@@ -122,7 +148,7 @@ class Exchange:
             self.pending[request.custom_id] = request
             if reply is not None:
                 self.failed[request.custom_id] = reply.failure or ""
-        raise RepliesNeeded(request.custom_id)
+        return None
 
     def write_requests(self) -> RepliesWanted:
         """The wanted requests into the next ``requests-NNN.jsonl`` (none written where they

@@ -156,11 +156,13 @@ def gather(state: RunState, deps: Deps) -> dict[str, Any]:
             continue
         assert node.parent is not None
         exp = Expansion(parent_id=node.parent, operator=node.operator, intent=node.intent)
+        node_id = f"n{len(tree.nodes) + len(repairs):04d}"
         ps = prompt_state({**state, "tree": tree, "expansion": exp, "draft": None,
                            "knowledge": [], "last_error": error,
-                           "diagnosis": tree.nodes[node.parent].diagnosis}, repair=True)
-        repairs.append(Slot(node_id=f"n{len(tree.nodes) + len(repairs):04d}", round=round_,
-                            expansion=exp, prompt=ps, error=error, wall_s=usage.wall_s))
+                           "diagnosis": tree.nodes[node.parent].diagnosis}, repair=True,
+                          node_id=node_id)
+        repairs.append(Slot(node_id=node_id, round=round_, expansion=exp, prompt=ps,
+                            error=error, wall_s=usage.wall_s))
     # The round's knowledge as the report shows it: what this wave's branches retrieved.
     knowledge = list({(k.doc_id, k.title): k for o in outcomes for k in o.knowledge}.values())
     return {"tree": tree, "usage": usage, "events": events, "outcomes": Overwrite([]),

@@ -24,7 +24,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StateSnapshot
 from pydantic import ValidationError
 
-from kernelevolve.batchapi import Exchange, Intake, RepliesNeeded, RepliesWanted, attach
+from kernelevolve.batchapi import Exchange, Intake, RepliesWanted, attach
+from kernelevolve.batchapi.chat import RepliesNeeded
 from kernelevolve.config import (
     EvalConfig,
     KBConfig,
@@ -254,8 +255,9 @@ class Session:
         try:
             self.graph.invoke(payload, self.config)
         except RepliesNeeded:
-            # batch mode: the step that asked stays unfinished (it runs again on resume); the
-            # branches of its round all asked before LangGraph re-raised, so one file holds them
+            # batch mode: the step that asked stays unfinished (it runs again on resume); a
+            # RepliesNeeded bubbles up only once every branch of its round ran and asked, so
+            # one file holds them all
             if self.batch is None:
                 raise
             awaiting = self.batch.write_requests()

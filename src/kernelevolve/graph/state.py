@@ -201,6 +201,8 @@ class PromptState(_Model):
     user_notes: list[str] = Field(default_factory=list)
     attempt: int = 0
     retry: str = Field("", description="why the previous reply was not used (a re-ask)")
+    node_id: str = Field("", description="the search-tree node the reply becomes (it names "
+                         "the request: batch mode's custom_id)")
     direction: Direction | None = Field(None, description="what this sibling tries")
     tried: list[Step] = Field(
         default_factory=list, description="siblings already drafted from the same parent (this "
@@ -311,7 +313,8 @@ def tried_siblings(tree: SearchTree, exp: Expansion,
 
 
 def prompt_state(state: RunState, *, repair: bool = False,
-                 pending: list[tuple[str, Expansion]] | None = None) -> PromptState:
+                 pending: list[tuple[str, Expansion]] | None = None,
+                 node_id: str | None = None) -> PromptState:
     """Build the prompt state of this round from the run state and the memory operator:
 
     - inherit: the parent and its trajectory (ancestors, without their code);
@@ -321,7 +324,8 @@ def prompt_state(state: RunState, *, repair: bool = False,
     Every new candidate also gets its design direction and the siblings already tried from
     the same parent (``tried``; with ``pending``, the batch's other picks), so siblings differ;
     and, where the parent is not the best, the run's best. A repair (Debugger) carries the
-    failed candidate in ``last_error`` instead.
+    failed candidate in ``last_error`` instead. ``node_id``: the node the reply becomes (a
+    batch round's slot); default the tree's next one.
     """
     tree = state["tree"]
     exp = state["expansion"]
@@ -335,6 +339,7 @@ def prompt_state(state: RunState, *, repair: bool = False,
         user_notes=state.get("user_notes", []), diagnosis=state.get("diagnosis"),
         # a repair is a first attempt: the Coder's re-asks are not the Debugger's
         attempt=draft.attempt if draft is not None and not repair else 0,
+        node_id=node_id or tree.next_id(),
     )
     if repair:
         ps.last_error = state.get("last_error")

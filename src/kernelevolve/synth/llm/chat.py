@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import SecretStr
 
+from kernelevolve.batchapi.exchange import REQUEST_NAME, request_name
 from kernelevolve.config import LLMConfig
 from kernelevolve.errors import ConfigError, LLMError
 from kernelevolve.graph.state import Draft, PromptState
@@ -211,8 +212,10 @@ class LLMSynthesizer:
              origin: Literal["coder", "debugger"], repair_of: str | None) -> Draft:
         system = system_prompt(ps)
         messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=prompt)]
+        # the call names what it asks for (batch mode's custom_id; a trace's metadata online)
+        meta = {REQUEST_NAME: request_name(ps.node_id, origin, ps.attempt)} if ps.node_id else {}
         try:
-            reply = self.chat.invoke(messages)
+            reply = self.chat.invoke(messages, config={"metadata": meta})
         except _api_errors() as exc:
             raise _llm_error(exc, self.endpoint, self.model, self.retries) from exc
         text = _text(reply)
