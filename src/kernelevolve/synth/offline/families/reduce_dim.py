@@ -69,10 +69,42 @@ class ReduceDimTemplate:
             below |= {id(n) for n in r.args[0].walk()}
         # A tensor output: the reduced value broadcast back over the input it came from.
         self.tensor_out = self.keepdim and self.lowered.output.shape == self.main
+        if len(reduces) == 1:
+            self._check_single(below)
+        else:
+            self._check_chained(below)
+        self.operands = self.lowered.operands
+        if any(o.chunk is not None for o in self.operands):
+            raise Unsupported("a split input inside a strided reduction")
+        self.tiles = [o for o in self.operands if o.shape == self.main]
+        if not self.tiles:
+            raise Unsupported("the reduced tensor is not an input")
+        self.sig = signature(self.lowered, forward_args=self.traced.forward_args)
+        self.passes = _passes(reduces)
+
+    def _check_single(self, below: set[int]) -> None:
+        """One reduction: inputs of the reduced tensor's shape and scalars only (a broadcast
+        input would change which parts the program split makes of plans it already writes)."""
+        for n in self.lowered.nodes:
+            if self.tensor_out and n.op == "load" and n.shape in (self.main, ()):
+                continue
+            if id(n) in below or n is self.red:
+                if n.op == "load" and n.operand is not None and n.shape not in (self.main, ()):
+                    raise Unsupported(f"{n.operand.expr} {list(n.shape)} is broadcast inside a "
+                                      f"strided reduction, which no template covers")
+                if n.op in {"reshape", "count", "gemm"}:
+                    raise Unsupported(f"a {n.op} before a strided reduction")
+            elif n.op == "load":
+                raise Unsupported("a tensor combined with the result of a strided reduction, "
+                                  "which no template covers")
+            elif n.op == "reshape":
+                raise Unsupported("a reshape after a strided reduction")
+
+    def _check_chained(self, below: set[int]) -> None:
+        """Chained reductions: inputs broadcast along whole groups too; after the reductions, a
+        per-column output takes only what is constant over the reduced axis (keepdim frame)."""
         for n in self.lowered.nodes:
             if n.op == "load" and n.operand is not None:
-                # after the reductions, a per-column output takes only what is constant over
-                # the reduced axis, in the keepdim frame
                 if id(n) not in below and not self.tensor_out and (
                         not self.keepdim or self._flags(n.operand)[1]):
                     raise Unsupported("a tensor combined with the result of a strided "
@@ -83,14 +115,6 @@ class ReduceDimTemplate:
                     raise Unsupported(f"a {n.op} before a strided reduction")
             elif n.op == "reshape":
                 raise Unsupported("a reshape after a strided reduction")
-        self.operands = self.lowered.operands
-        if any(o.chunk is not None for o in self.operands):
-            raise Unsupported("a split input inside a strided reduction")
-        self.tiles = [o for o in self.operands if o.shape == self.main]
-        if not self.tiles:
-            raise Unsupported("the reduced tensor is not an input")
-        self.sig = signature(self.lowered, forward_args=self.traced.forward_args)
-        self.passes = _passes(reduces)
 
     def _flags(self, op: Operand) -> tuple[bool, bool, bool]:
         """Whether ``op`` varies over the outer, reduced and inner groups of the
