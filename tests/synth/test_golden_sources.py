@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.synth.golden import RECORD, hashes, sample
+from tests.synth.golden import RECORD, hashes, refusal, sample
 
 _RECORD = json.loads(RECORD.read_text())
 _NAMES = sorted(_RECORD) if os.environ.get("KERNELEVOLVE_GOLDEN") == "all" else sample(_RECORD)
@@ -23,3 +23,11 @@ def test_plan_renders_the_recorded_source(kernelbench, name):
     known = _RECORD[name]
     changed = sorted(k for k in known.keys() | found.keys() if known.get(k) != found.get(k))
     assert not changed, f"{name}: renderings changed: {changed}"
+
+
+def test_a_refusal_hashes_the_same_at_any_object_address():
+    def message(address: str) -> Exception:
+        return ValueError(f"no template for <built-in method foo of type object at {address}>")
+
+    assert refusal(message("0x7f12a0b3c4d0")) == refusal(message("0x55d1e2f3a4b8"))
+    assert refusal(message("0x7f12a0b3c4d0")) != refusal(ValueError("no template for bar"))

@@ -32,6 +32,10 @@ PROBLEMS = {  # name: (forward body, input shapes)
     "cumsum_exclusive": ("return torch.cumsum(x.narrow(1, 0, x.size(1) - 1), dim=1)", None),
     "masked_cumsum": ("return torch.cumsum(x * mask, dim=1)", (6, 300)),
     "softmax": ("return torch.softmax(x, dim=1)", (8, 300)),
+    # over a middle dim (the strided template): 300 channels are five BLOCK_R tiles, so the
+    # online max and sum rescale across tiles; NaN and +-inf land in several columns
+    "softmax_channels": ("return torch.softmax(x, dim=1)", (4, 300, 6)),
+    "logsumexp_channels": ("return torch.logsumexp(x, dim=1, keepdim=True)", (4, 300, 6)),
 }
 EXCLUSIVE = '''class Model(nn.Module):
     def forward(self, x):

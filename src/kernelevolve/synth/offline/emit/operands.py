@@ -54,9 +54,10 @@ _TAKEN = {
     "offs_m", "offs_k", "offs_i", "offs_r", "mask", "mask_m", "mask_n", "mask_i", "k_mask",
     "row_mask", "acc", "base", "outer", "batch", "start", "a_ptrs", "b_ptrs", "num_pid_m",
     "num_pid_n", "num_pid_in_group", "group_id", "first_pid_m", "group_size_m", "torch",
-    "triton", "tl", "nn", "math", "F", "self", "float",
+    "triton", "tl", "nn", "math", "F", "self", "float", "m_new", "v_masked",
 }
-_TEMPORARY = re.compile(r"^([vsrpoei]\d+|p\d+_\d+|rest\d+|size_\d+|s_\w+|stride_\w+)$")
+_TEMPORARY = re.compile(r"^([vsrpoei]\d+|p\d+_\d+|rest\d+|size_\d+|s_\w+|stride_\w+|acc\d+_\d+"
+                        r"|m_run\d*)$")
 
 
 def _unique(name: str, taken: set[str]) -> str:
