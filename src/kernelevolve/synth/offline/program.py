@@ -32,7 +32,7 @@ import torch.fx
 from kernelevolve.problem import Problem, call_factory, load_problem
 from kernelevolve.pyparse import parse
 
-from .frontend.trace import _float_attrs, _markers, self_expr
+from .frontend.trace import float_attrs, float_markers, self_expr
 from .plan import KernelPlan, Unsupported
 
 MAX_PARTS = 8
@@ -85,7 +85,7 @@ def _trace(problem: Problem) -> tuple[torch.fx.GraphModule, list[str]]:
         init = call_factory(module, "get_init_inputs", problem.path)
         model = module.Model(*init)
     try:
-        with _markers(_float_attrs(model)) as marks:
+        with float_markers(float_attrs(model)) as marks:
             gm = torch.fx.symbolic_trace(model)
         gm.meta["markers"] = marks
     except Exception as exc:  # data-dependent control flow, unsupported Python

@@ -148,7 +148,7 @@ def _is_probability(module: torch.nn.Module, name: str) -> bool:
                            | torch.nn.TransformerDecoderLayer) and name == "dropout"))
 
 
-def _float_attrs(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, str]]:
+def float_attrs(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, str]]:
     """(module, attribute, dotted path) of every plain float attribute of the model's modules,
     dropout probabilities left out."""
     found = []
@@ -161,7 +161,9 @@ def _float_attrs(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, str
 
 
 @contextlib.contextmanager
-def _markers(attrs: list[tuple[torch.nn.Module, str, str]]) -> Iterator[dict[float, str]]:
+def float_markers(attrs: list[tuple[torch.nn.Module, str, str]]) -> Iterator[dict[float, str]]:
+    """Each of ``attrs`` (float_attrs) set to a distinct marker value while inside, restored
+    after; yields marker -> dotted path, so a trace can tell which constants are attributes."""
     saved = [getattr(m, a) for m, a, _ in attrs]
     marks = {}
     try:
@@ -282,9 +284,9 @@ def trace(problem: Problem) -> Traced:
             _check_layers(model)
             args = forward_arg_names(problem, len(inputs))
             gm = _make_graph(model, inputs)
-            attrs = _float_attrs(model)
+            attrs = float_attrs(model)
             marked_inputs, input_marks = _marked_inputs(inputs, args, len(attrs))
-            with _markers(attrs) as marks:
+            with float_markers(attrs) as marks:
                 marked = (_make_graph(model, marked_inputs) if attrs or input_marks else gm)
             break
         except Unsupported:
