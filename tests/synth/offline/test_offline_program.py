@@ -207,3 +207,164 @@ def test_a_float_attribute_is_read_at_call_time_in_every_part(tmp_path):
     source = plan.render(plan.default_params())
     assert "* scale_factor" in source and "* 2.0" not in source
     _interpreted([problem.path])
+
+
+SCALED_BY_SHAPE = '''
+import math
+
+
+class Model(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.fc = nn.Linear(d_in, d_out)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h = h / math.sqrt(h.shape[-1])
+        return torch.softmax(h, dim=-1)
+
+
+batch = 16
+d_in = 32
+d_out = 64
+
+
+def get_inputs():
+    return [torch.randn(batch, d_in)]
+
+
+def get_init_inputs():
+    return [d_in, d_out]
+'''
+
+
+def test_a_function_the_forward_calls_is_written_where_it_lives(tmp_path):
+    """fx names the functions a graph calls by globals of its own (``math_sqrt``); a part's file
+    and the composed program call them where they live (``math.sqrt``), and a part's docstring
+    names what it calls without addresses (a transformer block's attention scale raised
+    NameError: name 'math_sqrt' is not defined)."""
+    problem = _problem(tmp_path, "scaled_by_shape", SCALED_BY_SHAPE)
+    plan = analyze(problem)
+    parts = plan.template.parts
+    assert [p.plan.operator_class for p in parts] == ["matmul", "softmax"]
+    sources = [load_problem(p.path).source for p in parts]
+    assert any("math.sqrt(" in s for s in sources) and not any("math_sqrt" in s for s in sources)
+    assert not any(" at 0x" in s for s in sources) and "(truediv softmax)" in sources[1]
+    # the width is read again from the part's own input (a part takes tensors only)
+    assert "getattr_1 = fc.shape" in sources[1]
+    source = plan.render(plan.default_params())
+    assert "math_sqrt" not in source
+
+
+def test_a_scalar_computed_from_a_shape_follows_the_shape(tmp_path):
+    """1 / sqrt(width) read from the shape is a size form (``d ** 0.5``): the GEMM's epilogue
+    divides by the width's square root at every shape, not by the traced size's (baked in, the
+    judge's other shapes refused it: a 3.6% error at width 49)."""
+    problem = _problem(tmp_path, "scaled_by_shape", SCALED_BY_SHAPE)
+    parts = analyze(problem).template.parts
+    source = parts[1].plan.render(parts[1].plan.default_params())
+    assert "** 0.5" in source and "8.0" not in source
+    _interpreted([p.path for p in parts] + [problem.path])
+
+
+TRANSFORMER_BLOCK = '''
+import math
+
+
+class Model(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff):
+        super().__init__()
+        self.n_heads = n_heads
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).split(d, dim=2)
+        q = q.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+        k = k.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+        v = v.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.n_heads)
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+batch = 2
+seq = 16
+d_model = 32
+n_heads = 2
+d_ff = 64
+
+
+def get_inputs():
+    return [torch.randn(batch, seq, d_model)]
+
+
+def get_init_inputs():
+    return [d_model, n_heads, d_ff]
+'''
+
+CONV_BN_RELU_BLOCK = '''
+class Model(nn.Module):
+    def __init__(self, c_in, c_mid, c_out):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_mid, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_mid)
+        self.conv2 = nn.Conv2d(c_mid, c_out, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(x)))
+
+
+batch = 2
+c_in = 4
+c_mid = 8
+c_out = 8
+size = 8
+
+
+def get_inputs():
+    return [torch.randn(batch, c_in, size, size)]
+
+
+def get_init_inputs():
+    return [c_in, c_mid, c_out]
+'''
+
+
+def test_a_transformer_block_written_out_is_a_program_with_one_attention_kernel(
+        tmp_path, monkeypatch):
+    """Shapes read in the forward (``b, t, d = x.shape``, ``d // heads``) are computed again
+    by every part that uses them (a part takes tensors); the qkv split, the heads' views and
+    ``contiguous`` run as written; the written-out attention (two products, a scale, a softmax)
+    is one flash-attention part; the layer norms and the four GEMMs with their epilogues the
+    rest."""
+    from kernelevolve.synth.offline import program
+
+    # about 12 s alone on this 2-core machine; CI runs two test processes beside each other
+    monkeypatch.setattr(program, "SPLIT_BUDGET_S", 600.0)
+    problem = _problem(tmp_path, "transformer_block", TRANSFORMER_BLOCK)
+    plan = analyze(problem)
+    kinds = [p.plan.operator_class for p in plan.template.parts if p.plan is not None]
+    assert kinds == ["layernorm", "matmul", "attention", "matmul", "layernorm", "matmul",
+                     "matmul"], kinds
+    _interpreted([problem.path])
+
+
+def test_a_conv_batch_norm_relu_block_is_six_parts(tmp_path):
+    """A part keeps the whole model's constructor: its batch norm is the one the forward calls
+    (``bn1``), not every batch norm the model has (``bn2`` made the template refuse)."""
+    problem = _problem(tmp_path, "conv_bn_relu", CONV_BN_RELU_BLOCK)
+    plan = analyze(problem)
+    kinds = [p.plan.operator_class for p in plan.template.parts if p.plan is not None]
+    assert kinds == ["convolution", "normalization", "elementwise"] * 2, kinds
+    _interpreted([problem.path])

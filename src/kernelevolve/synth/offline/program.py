@@ -35,7 +35,9 @@ from kernelevolve.pyparse import parse
 from .frontend.trace import float_attrs, float_markers, self_expr
 from .plan import KernelPlan, Unsupported
 
-MAX_PARTS = 8
+# Parts a template writes (glue, views the composed forward runs as written, not counted): a
+# transformer block is ten (layer norms, four GEMMs, attention's two products and its softmax).
+MAX_PARTS = 12
 Single = Callable[[Problem], KernelPlan]  # one template's plan for a problem (analyze_single)
 _SEP = "@p"
 
@@ -56,19 +58,48 @@ class Part:
     code: str = ""
 
 
-# Nodes that only view or describe a tensor: where no template writes a part starting at one, it
-# runs as it is in the composed forward (views and metadata are the candidate language's own).
+# Nodes that only view or describe a tensor (or lay it out: contiguous copies bytes and computes
+# nothing): where no template writes a part starting at one, it runs as it is in the composed
+# forward (views, metadata and copies are the candidate language's own).
 _GLUE_METHODS = {"view", "reshape", "squeeze", "unsqueeze", "flatten", "permute", "transpose",
-                 "size", "dim", "expand", "view_as", "reshape_as", "unflatten"}
+                 "size", "dim", "expand", "view_as", "reshape_as", "unflatten", "split", "chunk",
+                 "unbind", "contiguous"}
 _GLUE_FUNCTIONS = {getattr, operator.getitem, torch.flatten, torch.squeeze, torch.unsqueeze,
-                   torch.reshape, torch.permute, torch.transpose}
+                   torch.reshape, torch.permute, torch.transpose, torch.split, torch.chunk,
+                   torch.unbind}
 SPLIT_BUDGET_S = 60.0  # the split's analyses of candidate parts, at most
+
+
+def _is_shape(node: torch.fx.Node) -> bool:
+    """A number the forward reads from a tensor's shape (``x.shape``, ``x.size(-1)``) or
+    computes from such numbers alone (``d // heads``, ``math.sqrt(d)``)."""
+    if node.op == "call_function" and node.target is getattr and node.args[1:2] == ("shape",):
+        return True
+    if node.op == "call_method" and node.target in ("size", "dim"):
+        return True
+    inputs = node.all_input_nodes
+    return (node.op in ("call_function", "call_method") and bool(inputs)
+            and all(_is_shape(n) for n in inputs))
+
+
+def _shape_roots(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The tensors a shape number is read from."""
+    if (node.op == "call_function" and node.target is getattr) or (
+            node.op == "call_method" and node.target in ("size", "dim")):
+        return [node.all_input_nodes[0]]
+    roots: list[torch.fx.Node] = []
+    for arg in node.all_input_nodes:
+        roots += [r for r in _shape_roots(arg) if r not in roots]
+    return roots
 
 
 def _compute_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The nodes parts are made of, in program order; parameters (``get_attr``) are read by
-    the parts that use them."""
-    return [n for n in gm.graph.nodes if n.op in ("call_module", "call_function", "call_method")]
+    the parts that use them, and numbers read from shapes (_is_shape) are computed again by
+    every part that uses them, from the tensors they are read from: a part takes tensors and
+    float scalars only."""
+    return [n for n in gm.graph.nodes
+            if n.op in ("call_module", "call_function", "call_method") and not _is_shape(n)]
 
 
 def _glue(node: torch.fx.Node) -> bool:
@@ -106,8 +137,9 @@ def _span(nodes: list[torch.fx.Node], start: int, end: int) -> tuple[list[str], 
     inputs: list[str] = []
     for node in nodes[start:end + 1]:
         for arg in node.all_input_nodes:
-            if arg not in inside and arg.op != "get_attr" and arg.name not in inputs:
-                inputs.append(arg.name)
+            for value in _shape_roots(arg) if _is_shape(arg) else [arg]:
+                if value not in inside and value.op != "get_attr" and value.name not in inputs:
+                    inputs.append(value.name)
         if node is not nodes[end] and any(u not in inside for u in node.users):
             return None
     return inputs, nodes[end].name
@@ -125,10 +157,41 @@ class _Attributes(ast.NodeTransformer):
         return node
 
 
+class _Globals(ast.NodeTransformer):
+    """fx's names for the functions a graph calls (``math_sqrt``) back to where they live
+    (``math.sqrt``): the written module has no fx globals."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.names:
+            return ast.copy_location(ast.parse(self.names[node.id], mode="eval").body, node)
+        return node
+
+
+def _qualified(obj: object) -> str | None:
+    """``math.sqrt`` for a module-level function importable under its module's public name;
+    None for builtins and anything else (left as fx named it)."""
+    import importlib
+
+    mod, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
+    if not isinstance(mod, str) or not isinstance(name, str) or mod == "builtins" or (
+            mod.split(".")[0] != mod or mod.startswith("_")):
+        return None
+    try:
+        found = getattr(importlib.import_module(mod), name, None)
+    except ImportError:
+        return None
+    return f"{mod}.{name}" if found is obj else None
+
+
 def _code(gm: torch.fx.GraphModule, graph: torch.fx.Graph, name: str) -> str:
     """``graph`` as Python: a function ``name(self, ...)`` over the model's attributes."""
-    code = graph.python_code(root_module="self").src
-    tree = _Attributes(gm.meta.get("markers", {})).visit(ast.parse(code))
+    python = graph.python_code(root_module="self")
+    names = {k: q for k, v in python.globals.items() if (q := _qualified(v)) is not None}
+    tree = _Attributes(gm.meta.get("markers", {})).visit(ast.parse(python.src))
+    tree = _Globals(names).visit(tree)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     fn.name = name
     fn.returns = None
@@ -150,11 +213,29 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], inputs: list
         for arg in node.all_input_nodes:
             if arg.op == "get_attr" and arg not in env:
                 env[arg] = graph.node_copy(arg, lambda n: env[n])
+
+    def shape(node: torch.fx.Node) -> None:  # a number read from a shape, computed here
+        for arg in node.all_input_nodes:
+            if arg not in env:
+                shape(arg)
+        env[node] = graph.node_copy(node, lambda n: env[n])
+
     for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg not in env and _is_shape(arg):
+                shape(arg)
         env[node] = graph.node_copy(node, lambda n: env[n])
     outs = [env[by_name[n]] for n in outputs]
     graph.output(outs[0] if len(outs) == 1 else tuple(outs))
     return graph
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    """What a node calls, by name (``softmax``, ``ln1``), never a repr with an address."""
+    target = node.target
+    if isinstance(target, str):
+        return target.rsplit(".", 1)[-1]
+    return str(getattr(target, "__name__", type(target).__name__))
 
 
 def part_source(problem: Problem, gm: torch.fx.GraphModule, args: list[str],
@@ -178,8 +259,7 @@ def part_source(problem: Problem, gm: torch.fx.GraphModule, args: list[str],
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "get_inputs":
             stmt.name = "_program_inputs"
-    first = " ".join(str(n.target).rsplit(".", 1)[-1] for n in nodes[start:end + 1]
-                     if n.op != "get_attr")
+    first = " ".join(_target_name(n) for n in nodes[start:end + 1] if n.op != "get_attr")
     doc = (f'"""Part {start}-{end} of {problem.path.name} ({first}): written by kernelevolve\'s '
            f'program split (synth/offline/program.py)."""\n\n')
     tail = f'''
@@ -262,7 +342,7 @@ def split(problem: Problem, single: Single) -> list[Part]:
             raise Unsupported(f"no template writes {node.op} {node.target} ({node.name}) of the "
                               f"forward, even alone: {why}")
         parts.append(best)
-        if len(parts) > MAX_PARTS:
+        if sum(p.plan is not None for p in parts) > MAX_PARTS:
             raise Unsupported(f"the forward splits into more than {MAX_PARTS} parts")
         start = best.end + 1
     return parts
@@ -321,6 +401,10 @@ def compose(problem: Problem, parts: list[Part], sources: list[str], args: list[
             assert isinstance(fn, ast.FunctionDef)
             fn.name = f"_p{i}_forward"
             methods.append(ast.unparse(fn))
+            for module in sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+                                 & {"math", "operator"}):  # what _code qualified
+                if f"import {module}" not in imports:
+                    imports.append(f"import {module}")
             continue
         tree = parse(source)
         prefix = f"p{i}_"

@@ -91,11 +91,22 @@ def module_of(traced: Traced, param_expr: str, cls: type | tuple[type, ...]
 
 
 def modules_of(traced: Traced, cls: type | tuple[type, ...]) -> list[tuple[str, Any]]:
-    """(forward expression, module) of every submodule of the model that is a ``cls``."""
+    """(forward expression, module) of every submodule of the model that is a ``cls`` and that
+    the forward may call: one whose parameters or buffers the graph reads, or one that has none
+    (a program's part keeps the whole model's constructor: a ResNet block's part of ``bn1`` has
+    ``bn2`` too, never called)."""
     from .trace import self_expr
 
+    read = {traced.placeholders[n.name].name for n in traced.graph.nodes
+            if n.op == "placeholder" and n.users and n.name in traced.placeholders
+            and traced.placeholders[n.name].kind == "param"}
+
+    def called(name: str, module: Any) -> bool:
+        own = [n for n, _ in (*module.named_parameters(), *module.named_buffers())]
+        return not own or any(f"{name}.{n}" in read for n in own)
+
     return [(self_expr(name), m) for name, m in traced.model.named_modules()
-            if name and isinstance(m, cls)]
+            if name and isinstance(m, cls) and called(name, m)]
 
 
 def float_inputs_only(traced: Traced) -> None:

@@ -341,19 +341,24 @@ def _number_pairs(node: torch.fx.Node, twin: torch.fx.Node
 
 
 # Functions of a size that turn up as constants: the size itself (a batch mean), its reciprocal,
-# and the attention scales (``d ** -0.5``, split as ``d ** -0.25`` on both operands).
+# and the attention scales (``d ** -0.5``, split as ``d ** -0.25`` on both operands; a division
+# by ``math.sqrt(d)`` traces as a division by ``d ** 0.5``).
 _SIZE_FORMS: tuple[tuple[str, Any], ...] = (
     ("{}", lambda n: float(n)), ("1.0 / {}", lambda n: 1.0 / n),
-    ("{} ** -0.5", lambda n: n ** -0.5), ("{} ** -0.25", lambda n: n ** -0.25))
+    ("{} ** -0.5", lambda n: n ** -0.5), ("{} ** -0.25", lambda n: n ** -0.25),
+    ("{} ** 0.5", lambda n: n ** 0.5))
 
 
-def _size_exprs(gm: torch.fx.GraphModule, args: list[str], n_params: int
+def _size_exprs(gm: torch.fx.GraphModule, args: list[str], params: list[str]
                 ) -> list[tuple[str, float]]:
     """(expression, value) of every size form of every dim of a forward input (and of its
-    element count), in ``gm``'s shapes."""
+    element count) and of a parameter or buffer (a layer's width: ``self.fc.weight.shape[0]``),
+    in ``gm``'s shapes."""
     out = []
-    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"][n_params:]
-    for name, node in zip(args, inputs, strict=False):
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    named = [*zip(args, placeholders[len(params):], strict=False),
+             *((self_expr(p), node) for p, node in zip(params, placeholders, strict=False))]
+    for name, node in named:
         val = node.meta.get("val")
         if not isinstance(val, torch.Tensor):
             continue
@@ -391,8 +396,8 @@ def _twin_sizes(problem: Problem) -> dict[str, int] | None:
 def _size_constants(problem: Problem, traced: Traced, gm: torch.fx.GraphModule,
                     model: torch.nn.Module, inputs: list[Any], args: list[str]) -> None:
     """Mark the graph's numbers that are functions of an input's size (see the module doc)."""
-    n_params = len(list(model.named_parameters())) + len(list(model.named_buffers()))
-    forms = _size_exprs(gm, args, n_params)
+    params = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    forms = _size_exprs(gm, args, params)
     # Scalar arguments only: a list is a shape or dims, which the templates read from the
     # traced shapes.
     numbers = [(node, sub, value) for node in gm.graph.nodes if node.op == "call_function"
@@ -412,7 +417,7 @@ def _size_constants(problem: Problem, traced: Traced, gm: torch.fx.GraphModule,
     ops = [(n.op, str(n.target)) for n in gm.graph.nodes]
     if ops != [(n.op, str(n.target)) for n in twin.graph.nodes]:
         return
-    twin_forms = dict(_size_exprs(twin, args, n_params))
+    twin_forms = dict(_size_exprs(twin, args, params))
     by_name = {n.name: n for n in twin.graph.nodes}
     for node, sub, value in numbers:
         other = dict((p, v) for p, v, _ in _number_pairs(by_name[node.name], by_name[node.name]))
