@@ -43,7 +43,7 @@ from kernelevolve.synth.llm.reply import parse_reply
 from kernelevolve.tools.harness.pool import EvalPool
 from kernelevolve.tools.harness.result import EvalResult
 
-REVERIFIED = "re-verified on fresh inputs and shapes"  # the harness's flag (worker.reverify)
+REVERIFIED = "re-verified on fresh inputs and shapes"  # the harness's flag (Evaluation.reverify)
 NO_CODE = "no_code"
 
 

@@ -40,7 +40,8 @@ CASES = HERE / "cases"
 SRC = HERE.parents[2] / "src" / "kernelevolve"
 # The judge is edited while this runs: each run records a digest of these sources at its start
 # and end, so a verdict can be tied to the judge that gave it.
-JUDGE_FILES = ("tools/harness/*.py", "problem.py", "tools/mtia/*.py")
+JUDGE_FILES = ("tools/harness/*.py", "tools/harness/judge/*.py", "problem.py",
+               "tools/mtia/*.py")
 
 
 def judge_digest() -> str:

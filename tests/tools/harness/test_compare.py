@@ -96,7 +96,7 @@ def test_chunked_comparison_finds_the_first_bad_element_across_chunks(monkeypatc
 
 
 def test_tf32_round_keeps_ten_mantissa_bits_to_nearest_even() -> None:
-    """The judge's TF32-class allowance (worker.reference_tf32_class) rounds operands as the
+    """The judge's TF32-class allowance (Evaluation.reference_tf32_class) rounds operands as the
     tensor cores take them: 10 mantissa bits, to nearest, ties to even, either sign; NaN,
     infinities and other dtypes untouched."""
     ulp = 2.0 ** -10

@@ -153,10 +153,11 @@ def test_outputs_held_as_a_caller_would_fit_a_sixteenth_of_the_gpu():
     import torch
 
     from kernelevolve.tools.harness import worker
+    from kernelevolve.tools.harness.judge import memory
 
-    assert worker.previous_kept(torch.device("cpu"), 8 * 2**30) == worker.PREVIOUS_KEPT
+    assert worker.previous_kept(torch.device("cpu"), 8 * 2**30) == memory.PREVIOUS_KEPT
     if torch.cuda.is_available():
         total = torch.cuda.get_device_properties(0).total_memory
         cuda = torch.device("cuda", 0)
         assert worker.previous_kept(cuda, total // 10) == 1
-        assert worker.previous_kept(cuda, 1 << 20) == worker.PREVIOUS_KEPT_CUDA
+        assert worker.previous_kept(cuda, 1 << 20) == memory.PREVIOUS_KEPT_CUDA

@@ -12,13 +12,14 @@ import torch
 from kernelevolve.problem import load_problem
 from kernelevolve.tools.harness import compare, worker
 from kernelevolve.tools.harness.candidate import OutputStorages, retained_outputs
+from kernelevolve.tools.harness.judge import variants
 
 KERNELBENCH = Path(__file__).resolve().parents[4] / "shared" / "kernelbench" / "level1"
 
 
 def _variants(seed: int) -> list[str]:
     gen = torch.Generator().manual_seed(seed)
-    return [family(gen, 0)[0] for family in worker._VARIANTS]
+    return [family(gen, 0)[0] for family in variants._VARIANTS]
 
 
 def test_variants_are_drawn_per_evaluation():
@@ -32,7 +33,7 @@ def test_variants_are_drawn_per_evaluation():
 def test_each_transform_keeps_shape_and_dtype_and_changes_values():
     gen = torch.Generator().manual_seed(3)
     t = torch.rand(6, 5, 4)  # non-negative, as torch.rand's inputs
-    for family in worker._VARIANTS:
+    for family in variants._VARIANTS:
         name, transform = family(gen, 0)
         out = transform(t)
         assert out.shape == t.shape and out.dtype == t.dtype, name
@@ -41,28 +42,28 @@ def test_each_transform_keeps_shape_and_dtype_and_changes_values():
             assert torch.equal(out, t) and not out.is_contiguous(), name
         else:
             assert not torch.equal(out, t), name
-    signs = worker._signs(torch.Generator().manual_seed(4), 0)[1](t)
+    signs = variants._signs(torch.Generator().manual_seed(4), 0)[1](t)
     assert (signs < 0).any() and (signs > 0).any() and torch.equal(signs.abs(), t)
 
 
 def test_ties_and_outliers():
     t = torch.randn(1000, 300)
-    out = worker._ties(torch.Generator().manual_seed(5), 0)[1](t)
+    out = variants._ties(torch.Generator().manual_seed(5), 0)[1](t)
     assert out.unique().numel() < t.numel() // 100  # a grid: many exact ties
     assert out.abs().max() > 100 * t.abs().max()  # outliers 1e3 times as large
 
 
 def test_milder_forms_shrink():
     gen = torch.Generator().manual_seed(6)
-    s0 = abs(float(worker._scaled(gen, 0)[0].split("x ")[1]))
+    s0 = abs(float(variants._scaled(gen, 0)[0].split("x ")[1]))
     gen = torch.Generator().manual_seed(6)
-    s3 = abs(float(worker._scaled(gen, 3)[0].split("x ")[1]))
+    s3 = abs(float(variants._scaled(gen, 3)[0].split("x ")[1]))
     assert s3 == s0 / 1000
 
 
 def test_every_dim_stride_changed():
     t = torch.randn(3, 4, 5)
-    r = worker._reversed_layout(t)
+    r = variants._reversed_layout(t)
     assert torch.equal(r, t)
     assert all(a != b for a, b in zip(r.stride(), t.stride(), strict=True))
 

@@ -147,7 +147,7 @@ class ProgramOrder:
     the process to read. :meth:`begin_forward` with ``reverse`` runs the next forward's launches
     in the reverse of the previous forward's orders (launch by launch, where the grid is the
     same size), so a result that depends on which of two programs runs first differs between
-    the two: the judge's determinism check (worker.run_plan) sees it."""
+    the two: the judge's determinism check (judge/correctness.py, run_plan) sees it."""
 
     def __init__(self) -> None:
         self.grid: tuple[int, int, int] = (1, 1, 1)
