@@ -77,6 +77,8 @@ def _is_shape(node: torch.fx.Node) -> bool:
         return True
     if node.op == "call_method" and node.target in ("size", "dim"):
         return True
+    if node.op == "get_attr":
+        return bool(node.meta.get("int_attribute"))  # self.n_heads (_int_attributes)
     inputs = node.all_input_nodes
     return (node.op in ("call_function", "call_method") and bool(inputs)
             and all(_is_shape(n) for n in inputs))
@@ -87,10 +89,75 @@ def _shape_roots(node: torch.fx.Node) -> list[torch.fx.Node]:
     if (node.op == "call_function" and node.target is getattr) or (
             node.op == "call_method" and node.target in ("size", "dim")):
         return [node.all_input_nodes[0]]
+    if node.op == "get_attr":
+        return []
     roots: list[torch.fx.Node] = []
     for arg in node.all_input_nodes:
         roots += [r for r in _shape_roots(arg) if r not in roots]
     return roots
+
+
+def _int_values(value: object, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], int]]:
+    if type(value) is int:
+        return [(path, value)]
+    if isinstance(value, tuple | list):
+        return [found for i, v in enumerate(value) for found in _int_values(v, (*path, i))]
+    return []
+
+
+def _int_attributes(problem: Problem, model: torch.nn.Module, gm: torch.fx.GraphModule) -> None:
+    """The module-level trace reads an int attribute (``self.n_heads``) as a number, which
+    would bake it into the parts: find each argument that is one (its value changes with the
+    sizes as the attribute's does, in a second trace at other sizes) and read the attribute
+    there instead (a ``get_attr`` node: ``self.n_heads`` in the written code)."""
+    from .frontend.trace import _twin_sizes
+
+    def attributes(m: torch.nn.Module) -> dict[str, int]:
+        return {name: v for name, v in vars(m).items()
+                if type(v) is int and not name.startswith("_")}
+
+    own = attributes(model)
+    sizes = _twin_sizes(problem) if own else None
+    if sizes is None:
+        return
+    try:
+        module = problem.module(sizes)
+        with torch.device("meta"):
+            twin_model = module.Model(*call_factory(module, "get_init_inputs", problem.path))
+        twin = torch.fx.symbolic_trace(twin_model)
+    except Exception:  # the numbers stay as traced; the judge's other sizes will tell
+        return
+    other = attributes(twin_model)
+    nodes = list(gm.graph.nodes)
+    if [(n.op, str(n.target)) for n in nodes] != [(n.op, str(n.target)) for n in twin.graph.nodes]:
+        return
+    reads: dict[str, torch.fx.Node] = {}
+    for node, twin_node in zip(nodes, twin.graph.nodes, strict=True):
+        args = list(node.args)
+        for i, (arg, twin_arg) in enumerate(zip(node.args, twin_node.args, strict=False)):
+            theirs = dict(_int_values(twin_arg))
+            for path, value in _int_values(arg):
+                names = [k for k, v in own.items() if v == value and other.get(k) == theirs.get(path)
+                         and other.get(k) != value]
+                if len(names) != 1:
+                    continue
+                if names[0] not in reads:
+                    with gm.graph.inserting_before(nodes[0] if nodes[0].op != "placeholder"
+                                                   else next(n for n in nodes
+                                                             if n.op != "placeholder")):
+                        reads[names[0]] = gm.graph.get_attr(names[0])
+                    reads[names[0]].meta["int_attribute"] = True
+                args[i] = _replace_at(args[i], path, reads[names[0]])
+        node.args = tuple(args)
+
+
+def _replace_at(value: object, path: tuple[int, ...], new: object) -> object:
+    if not path:
+        return new
+    assert isinstance(value, tuple | list)
+    items = list(value)
+    items[path[0]] = _replace_at(items[path[0]], path[1:], new)
+    return type(value)(items)
 
 
 def _compute_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
@@ -123,6 +190,7 @@ def _trace(problem: Problem) -> tuple[torch.fx.GraphModule, list[str]]:
         raise Unsupported(f"torch.fx could not trace Model.forward at the module level "
                           f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                           ) from exc
+    _int_attributes(problem, model, gm)
     args = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     outputs = [n for n in gm.graph.nodes if n.op == "output"]
     if len(outputs) != 1 or not isinstance(outputs[0].args[0], torch.fx.Node):
