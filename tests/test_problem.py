@@ -228,3 +228,22 @@ def test_a_list_of_widths_is_sizes_and_shrinks_with_the_rest():
     assert small["layer_sizes[0]"] < 100 and problem.input_elements(small) <= 2 * 4096
     module = problem.module({"layer_sizes[1]": 24})
     assert module.layer_sizes == [32768, 24]  # still a list, as written
+
+
+def test_sizes_assigned_by_unpacking_are_sizes_of_their_own(tmp_path: Path) -> None:
+    """KernelBench level 2 writes ``height, width = 64, 64``: each name is a size the harness
+    shrinks and varies (left whole, a transposed convolution's 8x8x129x129 output kept 7 of 8
+    level-2 programs past the interpreter's time limit)."""
+    path = tmp_path / "unpacked.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x)\n\n\n"
+        "batch_size = 16\nheight, width = 64, 32\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 3, height, width)]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    problem = load_problem(path)
+    assert {k: problem.sizes[k] for k in ("batch_size", "height", "width")} == {
+        "batch_size": 16, "height": 64, "width": 32}
+    module = problem.module({"height": 9, "width": 11})
+    assert (module.batch_size, module.height, module.width) == (16, 9, 11)
+    assert list(module.get_inputs()[0].shape) == [16, 3, 9, 11]

@@ -80,13 +80,28 @@ def _size_slots(stmt: ast.stmt) -> tuple[list[str], list[tuple[int | None, int]]
     return None
 
 
+def _unpacked(stmt: ast.stmt) -> list[ast.stmt]:
+    """``height, width = 64, 64`` as ``height = 64`` and ``width = 64`` (each a size of its
+    own: KernelBench level 2 writes spatial sizes so); any other statement as it is."""
+    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Tuple)
+            and len(stmt.targets[0].elts) == len(stmt.value.elts)
+            and all(isinstance(t, ast.Name) for t in stmt.targets[0].elts)
+            and all(_int_value(v) is not None for v in stmt.value.elts)):
+        return [ast.copy_location(ast.Assign(targets=[ast.Name(t.id, ast.Store())], value=v),
+                                  stmt)
+                for t, v in zip(stmt.targets[0].elts, stmt.value.elts, strict=True)
+                if isinstance(t, ast.Name)]
+    return [stmt]
+
+
 def _slot_name(name: str, index: int | None) -> str:
     return name if index is None else f"{name}[{index}]"
 
 
 def _top_level_int_sizes(tree: ast.Module) -> dict[str, int]:
     sizes: dict[str, int] = {}
-    for stmt in tree.body:
+    for stmt in (one for top in tree.body for one in _unpacked(top)):
         found = _size_slots(stmt)
         if found is not None:
             names, slots = found
@@ -177,7 +192,8 @@ def _defined_names(tree: ast.Module) -> set[str]:
 
 def _rewrite_sizes(tree: ast.Module, sizes: Mapping[str, int]) -> ast.Module:
     """Replace the values of overridden sizes (an expression by its new value, a tuple element
-    by element); a chained assignment is split into one per name."""
+    by element); a chained assignment is split into one per name, an unpacking one too."""
+    tree.body = [one for stmt in tree.body for one in _unpacked(stmt)]
     for stmt in list(tree.body):
         found = _size_slots(stmt)
         if found is None:
