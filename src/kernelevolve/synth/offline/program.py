@@ -32,7 +32,7 @@ import torch.fx
 from kernelevolve.problem import Problem, call_factory, load_problem
 from kernelevolve.pyparse import parse
 
-from .frontend.trace import float_attrs, float_markers, self_expr
+from .frontend.trace import float_attrs, float_markers, self_expr, twin_sizes
 from .plan import KernelPlan, Unsupported
 
 # Parts a template writes (glue, views the composed forward runs as written, not counted): a
@@ -110,14 +110,13 @@ def _int_attributes(problem: Problem, model: torch.nn.Module, gm: torch.fx.Graph
     would bake it into the parts: find each argument that is one (its value changes with the
     sizes as the attribute's does, in a second trace at other sizes) and read the attribute
     there instead (a ``get_attr`` node: ``self.n_heads`` in the written code)."""
-    from .frontend.trace import _twin_sizes
 
     def attributes(m: torch.nn.Module) -> dict[str, int]:
         return {name: v for name, v in vars(m).items()
                 if type(v) is int and not name.startswith("_")}
 
     own = attributes(model)
-    sizes = _twin_sizes(problem) if own else None
+    sizes = twin_sizes(problem) if own else None
     if sizes is None:
         return
     try:

@@ -374,7 +374,7 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
 
 
-def _twin_sizes(problem: Problem) -> dict[str, int] | None:
+def twin_sizes(problem: Problem) -> dict[str, int] | None:
     """Sizes other than the problem's own, pairwise distinct where the problem allows (so two
     equal sizes can be told apart), that the problem accepts; None when none is found."""
     scalable = sorted(k for k, v in problem.sizes.items() if v > MIN_SCALABLE_SIZE)
@@ -405,7 +405,7 @@ def _size_constants(problem: Problem, traced: Traced, gm: torch.fx.GraphModule,
                if len(sub) == 1 and (node.name, sub) not in traced.scalars]
     if not any(_close(float(v), f) for _, _, v in numbers for _, f in forms):
         return  # the common case: no second trace
-    sizes = _twin_sizes(problem)
+    sizes = twin_sizes(problem)
     if sizes is None:
         return
     try:
