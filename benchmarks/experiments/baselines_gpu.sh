@@ -24,9 +24,17 @@ shift
 mkdir -p "$dir"
 source benchmarks/device/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$dir/device.txt"
-work=/tmp/dev46
+work=${WORK:-/tmp/dev46}  # WORK: another directory for a second bench beside the first
 for part in "$@"; do
     case $part in
+    redteam)  # issue 47's red team, every case on the GPU (REDTEAM_S: its time limit)
+        timeout ${REDTEAM_S:-500} python tests/adversarial/redteam47/run_redteam.py --target cuda \
+            --jobs 4 --timeout 240 --out "$dir/redteam" > "$dir/redteam.log" 2>&1
+        grep -c "pass " "$dir/redteam.log"; grep -E "HOLE|FALSE" "$dir/redteam.log" | cut -c1-300 ;;
+    verdict)  # the timing-path cheats and honest kernels on the GPU
+        timeout ${VERDICT_S:-300} python benchmarks/suites/verdict_gpu.py --kernelbench \
+            .carry/kernelbench --out "$dir/verdict" > "$dir/verdict.log" 2>&1
+        tail -30 "$dir/verdict.log" | cut -c1-300 ;;
     tests)
         timeout ${TESTS_S:-300} python -m pytest -q -m gpu tests/gpu/test_baselines_gpu.py \
             tests/gpu/test_conv_tma_gpu.py -p no:cacheprovider -s > "$dir/gpu_tests.txt" 2>&1
@@ -43,9 +51,12 @@ for part in "$@"; do
         # PROBLEMS: a directory of problem files (default: all of level 1); DEADLINE_S: the
         # bench's own deadline (what finished by then is kept)
         (cd "$work/repo" && setsid nohup python benchmarks/suites/bench_shards.py run \
-            "${PROBLEMS:-.carry/kernelbench/level1}" --target cuda --out "$work/l1" --procs 3 \
-            --rounds 1 --first 50_ $(seq -f '%g_' 54 87) --deadline-s "${DEADLINE_S:-1500}" \
-            --env KERNELEVOLVE_SEARCH__WALL_S=60 > "$work/l1.log" 2>&1 &)
+            "${PROBLEMS:-.carry/kernelbench/level1}" --target cuda --out "$work/l1" --procs "${PROCS:-3}" \
+            --rounds 1 --first ${FIRST:-50_ $(seq -f '%g_' 54 87)} --deadline-s "${DEADLINE_S:-1500}" \
+            --env KERNELEVOLVE_SEARCH__WALL_S=60 ${BENCH_ENV:-} > "$work/l1.log" 2>&1 &)
+        # the card's memory in use, every second, while the bench runs (all processes on it)
+        (setsid nohup bash -c "while sleep 1; do nvidia-smi --query-gpu=memory.used \
+            --format=csv,noheader,nounits >> '$work/smi.log'; done" >/dev/null 2>&1 &)
         sleep 5; cat "$work/l1.log" ;;
     wait)
         end=${WAIT_UNTIL:-560}  # seconds since this script started: a call's 10 minutes
@@ -56,8 +67,10 @@ for part in "$@"; do
         tail -2 "$work/l1.log" ;;
     collect)
         python benchmarks/suites/bench_shards.py merge "$work/l1" --out "$dir/l1" --name \
-            ../shared/kernelbench/level1 > "$dir/merge.log" 2>&1
+            "${NAME:-../shared/kernelbench/level1}" > "$dir/merge.log" 2>&1
         cp "$work/l1.log" "$dir/" ; cp "$work"/l1/shard*/bench.log "$dir/l1/" 2>/dev/null
+        sort -n "$work/smi.log" 2>/dev/null | tail -1 | sed 's/^/card peak MiB while the bench ran: /' \
+            > "$dir/card_peak.txt"
         for i in 0 1 2; do cp "$work/l1/shard$i/bench.log" "$dir/l1/shard$i.log" 2>/dev/null; done
         head -30 "$dir/l1/bench.md" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

@@ -142,6 +142,10 @@ class EvalConfig(_Section):
     suspicious_speedup: float = Field(
         10.0, gt=1, description="speedups above this are flagged and re-verified"
     )
+    device_kernels: bool = Field(
+        True, description="cuda: after the timing, one forward under the device profiler "
+                          "(CUPTI), whose every kernel must be the candidate's own or an allowed "
+                          "torch op's; off only where CUPTI misbehaves on a machine")
     seed: int | None = Field(
         None, description="base seed of the input sets; unset: a fresh random one per evaluation"
     )

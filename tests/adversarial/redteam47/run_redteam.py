@@ -12,6 +12,11 @@ expectation: a cheat must get any status but ``ok``; an honest kernel must get `
     python tests/adversarial/redteam47/run_redteam.py --jobs 1 --timeout 400
     python tests/adversarial/redteam47/run_redteam.py --merge c4     # rerun c4*, keep the rest
     python tests/adversarial/redteam47/run_redteam.py --merge --rerun-matching "keeps a ref"
+    python tests/adversarial/redteam47/run_redteam.py --target cuda --jobs 4 --out DIR  # a GPU
+
+``--target T`` runs every case once on T, whatever targets it lists (on a GPU host: the classes
+the interpreter cannot show, timing and races, meet the real device); ``--out DIR`` writes the
+results there instead of beside this file.
 
 ``--merge`` keeps the other runs' verdicts from the last results.json (the judge is edited
 concurrently: a run that hit a half-edited judge can be run again alone);
@@ -77,13 +82,13 @@ def load_case(path: Path) -> tuple[dict, str]:
     raise ValueError(f"{path} has no module-level CASE dict")
 
 
-def discover(prefixes: list[str]) -> list[Run]:
+def discover(prefixes: list[str], only: str = "") -> list[Run]:
     runs = []
     for path in sorted(CASES.glob("*.py")):
         if prefixes and not any(path.stem.startswith(p) for p in prefixes):
             continue
         case, doc = load_case(path)
-        for target in case.get("targets", ["cpu"]):
+        for target in [only] if only else case.get("targets", ["cpu"]):
             runs.append(Run(path.stem, case.get("class", "?"), HERE / case["problem"],
                             case["expect"], target, doc))
     return runs
@@ -130,7 +135,7 @@ def one_line(text: str, limit: int = 150) -> str:
 
 
 def write_results(runs: list[Run], results: dict[tuple[str, str], dict], total_s: float,
-                  jobs: int = 2) -> None:
+                  jobs: int = 2, out: Path = HERE) -> None:
     rows = []
     for r in runs:
         res = results[(r.case, r.target)]
@@ -179,8 +184,9 @@ def write_results(runs: list[Run], results: dict[tuple[str, str], dict], total_s
             continue
         seen.add(r.case)
         lines.append(f"- **{r.case}** ({r.problem.name}): {r.trick}")
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
-    (HERE / "results.json").write_text(json.dumps(
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    (out / "results.json").write_text(json.dumps(
         [{"case": r.case, "class": r.klass, "target": r.target, "expect": r.expect,
           "problem": r.problem.name, **res} for r, res in rows], indent=1))
 
@@ -195,15 +201,19 @@ def main() -> None:
                         help="keep the verdicts of runs not rerun from the last results.json")
     parser.add_argument("--rerun-matching", default="",
                         help="rerun only runs whose last message contains this text")
+    parser.add_argument("--target", default="",
+                        help="run every case once on this target instead of the ones it lists")
+    parser.add_argument("--out", type=Path, default=HERE,
+                        help="write RESULTS.md and results.json here (default: beside this file)")
     args = parser.parse_args()
-    everything = discover([])
+    everything = discover([], args.target)
     previous: dict[tuple[str, str], dict] = {}
-    if (args.merge or args.rerun_matching) and (HERE / "results.json").exists():
-        for row in json.loads((HERE / "results.json").read_text()):
+    if (args.merge or args.rerun_matching) and (args.out / "results.json").exists():
+        for row in json.loads((args.out / "results.json").read_text()):
             keep = {k: v for k, v in row.items()
                     if k not in ("case", "class", "target", "expect", "problem")}
             previous[(row["case"], row["target"])] = keep
-    runs = discover(args.prefixes)
+    runs = discover(args.prefixes, args.target)
     if args.rerun_matching:
         runs = [r for r in runs if args.rerun_matching in
                 previous.get((r.case, r.target), {}).get("message", args.rerun_matching)]
@@ -214,7 +224,8 @@ def main() -> None:
         results.update({(r.case, r.target): previous[(r.case, r.target)] for r in everything
                         if (r.case, r.target) in previous})
     t0 = time.perf_counter()
-    with cf.ThreadPoolExecutor(max_workers=max(1, min(2, args.jobs))) as pool:
+    jobs = max(1, args.jobs)
+    with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_one, r, args.timeout): r for r in order}
         for fut in cf.as_completed(futures):
             r = futures[fut]
@@ -226,8 +237,8 @@ def main() -> None:
                   f"{res['status']:14s} {verdict:13s} {res['wall_s']:5.0f}s "
                   f"{one_line(res.get('message', ''), 90)}", flush=True)
     shown = [r for r in everything if (r.case, r.target) in results] if previous else runs
-    write_results(shown, results, time.perf_counter() - t0, max(1, min(2, args.jobs)))
-    print(f"wrote {HERE / 'RESULTS.md'}", file=sys.stderr)
+    write_results(shown, results, time.perf_counter() - t0, jobs, args.out)
+    print(f"wrote {args.out / 'RESULTS.md'}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from kernelevolve.problem import as_list
-from kernelevolve.tools.harness import compare
+from kernelevolve.tools.harness import compare, device_kernels
 from kernelevolve.tools.harness.gpu_compile import LaunchLog
 from kernelevolve.tools.harness.guard import Integrity, LaunchCounter, OpRecorder
 from kernelevolve.tools.harness.interpreter import AUTOTUNE, PROGRAM_ORDER
@@ -386,11 +386,13 @@ class CandidateSide:
         return {}
 
     def do_forward(self, key: str, buf: int, inputs: list[Any] | None, turn: int = 0,
-                   reverse_order: bool = False) -> dict[str, Any]:
+                   reverse_order: bool = False, profiled: bool = False) -> dict[str, Any]:
         """One forward under the recorder; ``inputs`` None runs on the buffers as they are.
         In Triton's interpreter, autotuned kernels run their config number ``turn`` (modulo
         their count) and each launch's programs run in a random order, or with
-        ``reverse_order`` in the reverse of the previous forward's (interpreter.py)."""
+        ``reverse_order`` in the reverse of the previous forward's (interpreter.py).
+        ``profiled`` (a GPU): under the device profiler too, whose account of the kernels that
+        ran and the torch ops that launched them goes back as ``device_kernels``."""
         model = self.models[key]
         args = self.buffers[buf] if inputs is None else self._inputs(buf, inputs)
         # Before this forward: the outputs the caller let go of since must have been freed.
@@ -409,14 +411,25 @@ class CandidateSide:
         stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
         recorder = OpRecorder()
         self.launches.count = 0
+        self.launches.names.clear()
         PROGRAM_ORDER.begin_forward(reverse=bool(reverse_order))
         AUTOTUNE.begin_forward(int(turn))
-        t0 = time.perf_counter()
-        try:
+
+        def forward() -> Any:
             with torch.no_grad(), recorder, started:
-                out = model(*args)
+                result = model(*args)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
+            return result
+
+        kernels = None
+        t0 = time.perf_counter()
+        try:
+            if profiled and self.device.type == "cuda":
+                # through the module: its functions are watched (guard.Integrity)
+                out, kernels = device_kernels.trace_forward(forward)
+            else:
+                out = forward()
         except Exception as exc:
             status = "compile_error" if is_compile_error(exc) else "runtime_error"
             raise Verdict(status, f"ModelNew.forward raised {type(exc).__name__}: {exc}\n"
@@ -442,6 +455,8 @@ class CandidateSide:
             "autotune_configs": AUTOTUNE.most,
             "retained": retained,
             "kept_storages": kept,
+            "device_kernels": kernels,
+            "triton_launched": sorted(self.launches.names),
         }
 
     def do_memory(self) -> dict[str, Any]:

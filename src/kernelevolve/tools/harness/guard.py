@@ -150,6 +150,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.names: set[str] = set()  # the Triton functions launched (device_kernels.py)
         self._installed = False
         # When set: every interpreted launch's specialization is kept here, for gpu_compile to
         # compile them for a GPU afterwards (the candidate process sets it).
@@ -203,6 +204,7 @@ class LaunchCounter:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 counter.count += 1
+                counter.names.add(str(getattr(self, "__name__", "")))
                 if counter.log is not None:
                     counter.log.add(self, args, kwargs)
             return original(self, *args, **kwargs)

@@ -125,10 +125,13 @@ class Evaluation(Reply, Variants, Timing, Simulated, Compiles):
             if speedup > float(self.cfg["suspicious_speedup"]):
                 with self.stage("re-verify"), gpu_lock(self.device, shared=True):
                     self.reverify(problem, base, speedup)
-            if self.cfg["profile"]["enabled"]:
-                # the profilers replay and time kernels: the GPU to themselves
-                with self.stage("profile"), gpu_lock(self.device):
-                    profile = self.profile(problem, timed_module, timed_key, base, timing)
+        if self.device.type == "cuda" and self.cfg.get("device_kernels", True):
+            with self.stage("device kernels"), gpu_lock(self.device, shared=True):
+                self.check_kernels_on_device(problem, base)
+        if self.job.get("timed") and self.device.type == "cuda" and self.cfg["profile"]["enabled"]:
+            # the profilers replay and time kernels: the GPU to themselves
+            with self.stage("profile"), gpu_lock(self.device):
+                profile = self.profile(problem, timed_module, timed_key, base, timing)
         return {
             "status": "ok", "message": "verified" + (
                 "" if timing is None else " (simulated time)" if timing["simulated"] else ""
@@ -170,13 +173,13 @@ def serve(fd_in: int, fd_out: int, target: str, memory_limit_gb: float) -> None:
     importlib.import_module("triton")
 
     from kernelevolve import problem as problem_module
-    from kernelevolve.tools.harness import guard, interpreter, judge, timing
+    from kernelevolve.tools.harness import device_kernels, guard, interpreter, judge, timing
 
     # the judge's stages (judge/*.py, all imported by Evaluation's bases), watched as this is
     stages = [sys.modules[name] for name in sorted(sys.modules)
               if name.startswith(judge.__name__ + ".")]
-    harness_modules = (sys.modules[__name__], compare, guard, interpreter, timing, problem_module,
-                       *stages)
+    harness_modules = (sys.modules[__name__], compare, device_kernels, guard, interpreter,
+                       timing, problem_module, *stages)
     state = WorkerState(target=target, device=device, launches=launches,
                         integrity=Integrity(harness_modules))
     reader = os.fdopen(fd_in, "r")

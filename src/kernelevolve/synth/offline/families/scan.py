@@ -74,6 +74,19 @@ def scan_kernel(
             v = v * (keep != 0).to(tl.float32)  # x * mask: a NaN stays NaN where masked out
         if IS_PROD:
             s = tl.cumprod(v, axis=0) * carry[None, :]
+            # A carry that underflowed to 0 (or overflowed to inf) times a tile product that
+            # overflowed (or underflowed) is NaN where the running product, one element at a
+            # time as the reference takes it, stays 0 (inf) until an inf or NaN (a 0 or NaN)
+            # comes: those cases are written as the running product has them.
+            odd = (tl.cumsum((v < 0).to(tl.int32), axis=0) % 2) == 1
+            to_nan0 = tl.cumsum(((tl.abs(v) == float("inf")) | (v != v)).to(tl.int32), axis=0)
+            to_nan_inf = tl.cumsum(((v == 0) | (v != v)).to(tl.int32), axis=0)
+            zero = tl.zeros_like(s)
+            nan = zero / zero
+            signed = tl.where(odd, -carry[None, :], carry[None, :])
+            s = tl.where((carry == 0)[None, :], tl.where(to_nan0 > 0, nan, zero), s)
+            s = tl.where((tl.abs(carry) == float("inf"))[None, :],
+                         tl.where(to_nan_inf > 0, nan, signed), s)
         else:
             s = tl.cumsum(v, axis=0) + carry[None, :]
         # The tile's last row (masked rows hold the identity) is the next tile's carry.

@@ -59,7 +59,7 @@ class Correctness(Precision):
     """The correctness plans and the checks each input set gets."""
 
     def check_once(self, key: str, ref: torch.nn.Module, inputs: list[Any],
-                   label: str) -> tuple[Any, Any]:
+                   label: str, profiled: bool = False) -> tuple[Any, Any]:
         """Reference, candidate, compare: one input set. Returns the candidate's output and
         the reference's. (The reference's outputs never leave this process, so nothing of them
         can be found in the candidate's memory.)"""
@@ -68,7 +68,7 @@ class Correctness(Precision):
         expected = self.reference(ref, inputs)
         self.footprint = max(self.footprint, tensor_bytes(inputs) + tensor_bytes(expected)
                              + sum(t.nbytes for t in (*ref.parameters(), *ref.buffers())))
-        out = self.run_candidate(key, inputs, label)
+        out = self.run_candidate(key, inputs, label, profiled=profiled)
         shapes = [tuple(v.shape) for v in inputs if isinstance(v, torch.Tensor)]
         if self.own_shapes is None:  # the first set checked is at the problem's own size
             self.own_shapes = shapes
@@ -296,6 +296,18 @@ class Correctness(Precision):
                    f"{n} calls (a length drawn for this evaluation, {drawn}, within "
                    f"{budget:.1f} s), each on new inputs; calls {[r + 1 for r in asked]} and one "
                    f"after checked")
+        self.release(inputs)
+
+    def check_kernels_on_device(self, problem: Problem, base: dict[str, int]) -> None:
+        """On a GPU, after the timing (CUPTI never runs beside a timed call): one forward on a
+        fresh input set at the base sizes under the device profiler, checked like any other,
+        whose kernels must each come from the candidate's own functions or an allowed torch op
+        (device_kernels.py): torch or a library doing the work unseen by the Python-level
+        recorder shows up there."""
+        module, ref, key = self.build(problem, base)
+        inputs = self.inputs(module, problem, self.seed + 8000)
+        self.check_once(key, ref, inputs, f"a fresh input set under the device profiler at "
+                                          f"{base}", profiled=True)
         self.release(inputs)
 
     def reverify(self, problem: Problem, base: dict[str, int], speedup: float) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from kernelevolve.errors import ProblemError
-from kernelevolve.tools.harness import compare
+from kernelevolve.tools.harness import compare, device_kernels
 from kernelevolve.tools.harness.candidate import Verdict
 from kernelevolve.tools.harness.guard import ALLOWED_ATEN_OPS, OpRecorder
 from kernelevolve.tools.harness.judge.inputs import Inputs
@@ -54,7 +55,7 @@ class Running(Inputs):
         return compare.own_copy(out, [*inputs, *args, *ref.parameters(), *ref.buffers()])
 
     def run_candidate(self, key: str, inputs: list[Any], label: str, turn: int | None = None,
-                      reverse_order: bool = False) -> Any:
+                      reverse_order: bool = False, profiled: bool = False) -> Any:
         """One forward in the candidate's process, judged by the rules held here. In Triton's
         interpreter, autotuned kernels run their config number ``turn`` (by default the next
         in turn: each forward another); ``reverse_order`` runs each launch's programs in the
@@ -68,7 +69,7 @@ class Running(Inputs):
         # Sent as they are (strides too): serialising copies them.
         t0 = time.perf_counter()
         reply = self.remote.ask("forward", key=key, buf=buf, inputs=inputs if fresh else None,
-                                turn=turn, reverse_order=reverse_order)
+                                turn=turn, reverse_order=reverse_order, profiled=profiled)
         self.last_forward_s = time.perf_counter() - t0
         self.sent.add(buf)
         out, obs = reply.get("out"), Observed.of(reply)
@@ -86,6 +87,9 @@ class Running(Inputs):
         if obs.launches == 0:
             raise Verdict("cheat", f"the forward launched no custom kernel ({label}): a candidate "
                                    f"must compute with its own Triton or CUDA kernels")
+        if profiled:
+            self.check_device_kernels(reply.get("device_kernels"), reply.get("triton_launched"),
+                                      label)
         if obs.odd_outputs:
             raise Verdict("cheat", f"the forward returned tensor subclasses "
                                    f"({', '.join(obs.odd_outputs)}): outputs must be plain "
@@ -117,3 +121,30 @@ class Running(Inputs):
                                       f"caller holds when later calls write them again; "
                                       f"allocate each call's outputs anew")
         return out
+
+    def check_device_kernels(self, kernels: Any, launched: Any, label: str) -> None:
+        """The device profiler's account of a forward (device_kernels.py): every kernel launched
+        by an allowed torch op or the candidate's own function, and one of them at least. The
+        own functions are read from the candidate's source here, with the Triton functions the
+        launch counter saw (defined at run time)."""
+        name = "kernels seen by the device profiler"
+        if kernels is None:
+            self.check(name, True, f"skipped: the profiler saw no kernel ({label}); CUPTI may "
+                                   f"be unavailable", skipped=True)
+            self.flags.append("the device profiler saw no kernel of the profiled forward "
+                              "(CUPTI unavailable?): which code launched each kernel went "
+                              "unchecked")
+            return
+        try:
+            pairs = [(str(k), None if op is None else str(op)) for k, op in kernels]
+            names = {str(n) for n in launched or []}
+        except (TypeError, ValueError) as exc:
+            raise Verdict("cheat", f"the candidate's process sent a malformed kernel list "
+                                   f"({type(exc).__name__}: {exc})") from exc
+        own = device_kernels.own_kernel_names(Path(self.job["candidate"]).read_text()) | names
+        why = device_kernels.refusal(pairs, own, ALLOWED_ATEN_OPS | self.allowed)
+        if why:
+            raise Verdict("cheat", f"{why} ({label})")
+        mine = sum(op is None for _, op in pairs)
+        self.check(name, True, f"{len(pairs)} kernels ({mine} the candidate's own, "
+                               f"{len(pairs) - mine} launched by allowed torch ops) ({label})")
