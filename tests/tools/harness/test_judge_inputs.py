@@ -26,8 +26,15 @@ def test_variants_are_drawn_per_evaluation():
     """The scale, the shift and the spread change with the evaluation's seed: a kernel cannot
     detect the judge's variant by a fixed factor."""
     a, b = _variants(1), _variants(2)
-    assert a[0] != b[0] and a[1] != b[1] and a[5] != b[5]
-    assert a[6:] == b[6:]  # the layouts are what they are
+    assert a[0] != b[0] and a[1] != b[1] and a[5] != b[5] and a[6] != b[6]
+    assert a[7:] == b[7:]  # the layouts are what they are
+
+
+def test_a_variant_scales_far_down_where_fp16_products_go_subnormal():
+    for seed in range(20):
+        name, transform = variants._tiny(torch.Generator().manual_seed(seed), 0)
+        factor = float(transform(torch.ones(1)))
+        assert 1e-6 <= abs(factor) <= 1e-4, name
 
 
 def test_each_transform_keeps_shape_and_dtype_and_changes_values():

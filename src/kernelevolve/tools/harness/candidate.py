@@ -360,6 +360,18 @@ class CandidateSide:
                                            f"names and shapes as Model's: {exc}") from exc
         return {"ops": sorted(recorder.ops)}
 
+    def do_reload(self, key: str, state: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """New weights into the built instance ``key``, in place (the same tensors, as an
+        optimizer step leaves them), under the op recorder as in do_build."""
+        recorder = OpRecorder()
+        try:
+            with torch.no_grad(), recorder:
+                self.models[key].load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            raise Verdict("compile_error", f"new weights could not be loaded into ModelNew: "
+                                           f"{exc}") from exc
+        return {"ops": sorted(recorder.ops)}
+
     def _inputs(self, buf: int, values: list[Any]) -> list[Any]:
         """The buffers of input set ``buf``: new ones, or the same memory with new values."""
         old = self.buffers.get(buf)

@@ -596,6 +596,12 @@ class _Visitor(ast.NodeVisitor):
         elif _is_dunder(node.attr):
             self.refuse(node, "dunder", f"assigning {node.attr} is not allowed: dunder "
                                         f"attributes lead out of the candidate")
+        elif node.attr in ("data", "grad"):
+            self.refuse(node, "storage-rebind", f"assigning {ast.unparse(node)} rebinds a tensor "
+                                                f"to other memory, past the checks that outputs "
+                                                f"are new and inputs and weights unchanged: "
+                                                f"allocate each output anew and leave inputs and "
+                                                f"weights where they are")
         elif node.attr in al.module_attribute_names() - {"training"} or node.attr == "forward":
             self.refuse(node, "module-override", f"assigning {ast.unparse(node)} replaces "
                                                  f"nn.Module's {node.attr}: {_OVERRIDE}")

@@ -131,7 +131,15 @@ class Evaluation(Reply, Variants, Timing, Simulated, Compiles):
         if self.job.get("timed") and self.device.type == "cuda" and self.cfg["profile"]["enabled"]:
             # the profilers replay and time kernels: the GPU to themselves
             with self.stage("profile"), gpu_lock(self.device):
-                profile = self.profile(problem, timed_module, timed_key, base, timing)
+                try:
+                    profile = self.profile(problem, timed_module, timed_key, base, timing)
+                except Exception as exc:  # advisory: the verdict is made, a profiler's fall
+                    # (the candidate's process with it) must not unmake it
+                    from kernelevolve.tools.profiling import unavailable
+
+                    why = f"{type(exc).__name__}: {str(exc)[:300]}"
+                    profile = [unavailable("torch", f"the profile stage failed: {why}")]
+                    self.flags.append(f"the profilers failed after the verdict ({why})")
         return {
             "status": "ok", "message": "verified" + (
                 "" if timing is None else " (simulated time)" if timing["simulated"] else ""

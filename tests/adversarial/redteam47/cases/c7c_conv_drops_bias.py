@@ -1,8 +1,9 @@
 """Class 7 (the precision contract's TF32 allowance), control. Trick: the convolution with its
 products in TF32 rounded to nearest (as cuDNN) and the bias never added, everywhere: the work
 saved is one add per output, hoping the bias hides in the 3x slack the contract gives TF32.
-Expected refused: nn.Conv2d's default bias (uniform within 1/sqrt(576) = 0.042) is ~100x TF32's
-error on these outputs (the judge's unit test skipping_the_bias, on the GPU path)."""
+Expected refused: nn.Conv2d's default bias (uniform within 1/sqrt(576) = 0.042) makes the error
+51x the baseline's largest and 139x its rms on the CPU emulation (the judge's unit test
+skipping_the_bias, here on the GPU path)."""
 import torch
 import torch.nn as nn
 import triton

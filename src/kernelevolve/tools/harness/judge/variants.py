@@ -3,6 +3,7 @@ non-contiguous layouts, other parameter values, and inputs holding NaN or infini
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -13,8 +14,9 @@ from kernelevolve.errors import ProblemError
 from kernelevolve.problem import Problem, call_factory
 from kernelevolve.tools.harness import compare
 from kernelevolve.tools.harness.candidate import Verdict
+from kernelevolve.tools.harness.guard import ALLOWED_ATEN_OPS
 from kernelevolve.tools.harness.judge.correctness import Correctness
-from kernelevolve.tools.harness.judge.inputs import vary_floats
+from kernelevolve.tools.harness.judge.inputs import move_weights, vary_floats
 
 
 def _strided_copy(t: torch.Tensor) -> torch.Tensor:
@@ -67,6 +69,15 @@ def _uniform(chunk: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 def _scaled(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
     s = 10 ** _draw(gen, 1.0, 3.0) / 10 ** mild * (1 if float(torch.rand((), generator=gen)) < 0.5
                                                  else -1)
+    return f"inputs x {s:.4g}", lambda t: t * s
+
+
+def _tiny(gen: torch.Generator, mild: int) -> tuple[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """Scaled far down (1e-6 to 1e-4): products a kernel computes in fp16 go subnormal there,
+    where TF32's, bf16's and fp32's keep their precision (fp16 products pass as TF32 at
+    ordinary magnitudes: the same ten mantissa bits)."""
+    s = 10 ** -_draw(gen, 4.0, 6.0) * 10 ** mild * (
+        1 if float(torch.rand((), generator=gen)) < 0.5 else -1)
     return f"inputs x {s:.4g}", lambda t: t * s
 
 
@@ -147,7 +158,7 @@ def _layout(name: str, fn: Callable[[torch.Tensor], torch.Tensor]
 # run_variants' families: (generator, mildness 0-3) -> (name, transform of a floating input)
 _VARIANTS: list[Callable[[torch.Generator, int],
                          tuple[str, Callable[[torch.Tensor], torch.Tensor]]]] = [
-    _scaled, _shifted, _signs, _ties, _magnitudes, _near_one,
+    _scaled, _shifted, _signs, _ties, _magnitudes, _near_one, _tiny,
     _layout("non-contiguous inputs", _strided_copy),
     _layout("every dim's stride changed", _reversed_layout),
 ]
@@ -159,7 +170,8 @@ class Variants(Correctness):
     def run_variants(self, problem: Problem, sizes: dict[str, int]) -> None:
         """Inputs ``get_inputs()`` never draws, at the base sizes, each transform's parameters
         drawn per evaluation (a kernel cannot detect a fixed variant): scaled by a random
-        factor of either sign (a softmax without max-subtraction overflows), shifted (a series
+        factor of either sign (a softmax without max-subtraction overflows), scaled far down
+        (products computed in fp16 go subnormal), shifted (a series
         valid only near zero), with random signs (a ReLU written as a copy of non-negative
         inputs), rounded to a coarse grid with a
         few large outliers (ties: a last-index argmax), spread over six decades of magnitude,
@@ -200,8 +212,40 @@ class Variants(Correctness):
             done.append("other parameter values" + (
                 f" (constructor floats varied: {', '.join(self.varied_floats)})"
                 if self.varied_floats else ""))
+        if any(p.dtype.is_floating_point and p.numel() for p in ref.parameters()):
+            self.check_new_weights(problem, sizes, key, ref)
+            done.append("new weights loaded into an instance already run")
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+
+    def check_new_weights(self, problem: Problem, sizes: dict[str, int], key: str,
+                          ref: torch.nn.Module) -> None:
+        """The instance the earlier checks ran gets new weights in place (as an optimizer step
+        gives a model: the same tensors, new values) and must compute with them; then its own
+        back. Work on the weights done once and kept (folded into a parameter in place, cached
+        on the first call) is wrong here."""
+        moved = copy.deepcopy(ref)
+        move_weights(moved, torch.Generator().manual_seed(self.seed + 2350))
+        self.reload(key, moved)
+        module = problem.module(sizes)
+        inputs = self.inputs(module, problem, self.seed + 2360)
+        self.check_once(key, moved, inputs, f"new weights loaded into the instance already run "
+                                            f"at {sizes}")
+        self.release(inputs)
+        del moved
+        self.reload(key, ref)
+
+    def reload(self, key: str, ref: torch.nn.Module) -> None:
+        """``ref``'s weights into the candidate's instance ``key``, in place (load_state_dict),
+        under the op recorder as when it was built."""
+        state = {k: v.detach() for k, v in ref.state_dict().items()}
+        reply = self.remote.ask("reload", key=key, state=state)
+        forbidden = sorted(str(op) for op in reply.get("ops", [])
+                           if op not in ALLOWED_ATEN_OPS | self.allowed)
+        if forbidden:
+            raise Verdict("cheat", f"ModelNew computed with torch while new weights were loaded "
+                                   f"into it (load_state_dict, outside the forward): "
+                                   f"{', '.join(forbidden)}")
 
     def finite_variant(self, family: Callable[[torch.Generator, int], tuple[
                            str, Callable[[torch.Tensor], torch.Tensor]]],
