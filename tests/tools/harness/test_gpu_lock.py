@@ -161,3 +161,70 @@ def test_outputs_held_as_a_caller_would_fit_a_sixteenth_of_the_gpu():
         cuda = torch.device("cuda", 0)
         assert worker.previous_kept(cuda, total // 10) == 1
         assert worker.previous_kept(cuda, 1 << 20) == memory.PREVIOUS_KEPT_CUDA
+
+
+def test_time_queued_for_the_gpu_is_recorded_for_the_pool(tmp_path, monkeypatch):
+    """The judge records how long it waited for the lock (judge.locks.WaitRecord), in progress
+    and done; the pool adds it to the evaluation's deadline (pool.Worker._read_line), so an
+    evaluation queued behind another's is not timed out for it."""
+    from kernelevolve.tools.harness.judge import locks
+
+    record = tmp_path / "gpu-wait"
+    monkeypatch.setenv(locks.WAIT_FILE_ENV, str(record))
+    monkeypatch.setattr(locks.WaitRecord, "waited", 0.0)
+    path = tmp_path / "gpu.lock"
+    assert locks.waited(record) == 0.0  # no record: nothing waited
+    seen: list[float] = []
+    with open(path, "a") as holder:  # another process's evaluation holds the GPU
+        fcntl.flock(holder, fcntl.LOCK_EX)
+
+        def release_later() -> None:
+            time.sleep(0.6)
+            seen.append(locks.waited(record))  # while waiting: the wait so far
+            time.sleep(0.6)
+            fcntl.flock(holder, fcntl.LOCK_UN)
+
+        t = threading.Thread(target=release_later)
+        t.start()
+        with locks.file_lock(path):
+            pass
+        t.join()
+    assert 0.4 < seen[0] < 1.1
+    done = locks.waited(record)
+    assert 1.0 < done < 3.0
+    time.sleep(0.3)
+    assert locks.waited(record) == pytest.approx(done)  # not waiting now: it stays
+
+
+def test_the_pool_waits_longer_while_the_judge_is_queued_for_the_gpu(tmp_path):
+    """A reply that comes after the deadline, but within it once the judge's queueing is added,
+    is read (a real pipe stands in for the worker's)."""
+    import os
+
+    from kernelevolve.config import EvalConfig
+    from kernelevolve.targets import get_target
+    from kernelevolve.tools.harness.pool import Worker
+
+    worker = Worker(get_target("cpu"), 0, EvalConfig())
+    read_fd, write_fd = os.pipe()
+    worker._resp = read_fd
+    try:
+        # queued for the GPU since 1.5 s ago, and still waiting
+        worker.wait_file.write_text(f"0.0 {time.time() - 1.5:.3f}")
+
+        def reply_later() -> None:
+            time.sleep(1.0)
+            os.write(write_fd, b'{"status": "ok"}\n')
+
+        t = threading.Thread(target=reply_later)
+        t.start()
+        line = worker._read_line(time.monotonic() + 0.3)  # 0.3 s alone would time out
+        t.join()
+        assert line == '{"status": "ok"}'
+        worker.wait_file.unlink()
+        assert worker._read_line(time.monotonic() + 0.2) is None  # no queueing: on time
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+        worker._resp = -1
+        worker.close()

@@ -45,11 +45,14 @@ from kernelevolve.errors import CandidateError, ConfigError, ProblemError, Worke
 from kernelevolve.problem import Problem, load_problem
 from kernelevolve.targets import Target, get_target
 from kernelevolve.tools.harness.compare import tolerance
+from kernelevolve.tools.harness.judge.locks import WAIT_FILE_ENV, waited
 from kernelevolve.tools.harness.result import EvalResult, EvalStatus
 from kernelevolve.tools.harness.static import check_source
 
 _SRC_DIR = str(Path(kernelevolve.__file__).resolve().parent.parent)
 STDERR_TAIL_CHARS = 4000
+# the most queueing for the GPU (judge.locks.WaitRecord) an evaluation's deadline is extended by
+MAX_GPU_WAIT_S = 3600.0
 READY_TIMEOUT_S = 180.0
 
 
@@ -66,6 +69,7 @@ class Worker:
         self.config = config
         self.dir = Path(tempfile.mkdtemp(prefix=f"kernelevolve-worker{index}.{slot}-"))
         self.log_path = self.dir / "worker.log"
+        self.wait_file = self.dir / "gpu-wait"  # the judge's queueing for the GPU, per job
         (self.dir / "candidates").mkdir()
         self.proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
@@ -84,6 +88,7 @@ class Worker:
         env["TRITON_CACHE_DIR"] = str(self.dir / "triton-cache")
         env["TORCHINDUCTOR_CACHE_DIR"] = str(self.dir / "inductor-cache")
         env["PYTHONUNBUFFERED"] = "1"
+        env[WAIT_FILE_ENV] = str(self.wait_file)
         # Ask NVML, not the CUDA runtime, whether a GPU is there: a runtime query (which
         # importing cpp_extension makes) poisons fork() for CUDA, and the worker forks a judge
         # and a candidate process per job, each with its own CUDA context.
@@ -117,7 +122,8 @@ class Worker:
         ``self.eof`` is set)."""
         self.eof = False
         while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
+            # time spent queued for the GPU behind other evaluations is not this one's
+            remaining = deadline + min(waited(self.wait_file), MAX_GPU_WAIT_S) - time.monotonic()
             if remaining <= 0:
                 return None
             ready, _, _ = select.select([self._resp], [], [], min(remaining, 1.0))
@@ -143,6 +149,7 @@ class Worker:
         if not self.alive:
             self.start()
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.wait_file.unlink(missing_ok=True)  # an earlier job's queueing is not this one's
         self.jobs += 1
         try:
             self._req.write(json.dumps(job) + "\n")
@@ -159,8 +166,12 @@ class Worker:
                 self.proc.wait(timeout=30)
         if self.alive:
             self.stop()
+            queued = waited(self.wait_file)
             return {"status": "timeout", "message": f"the evaluation exceeded {timeout_s:.0f} s "
-                    f"and the worker was killed", "stderr_tail": self.stderr_tail(offset)}
+                    f"and the worker was killed" + (f" (besides {queued:.0f} s queued for the "
+                                                    f"GPU behind other evaluations)"
+                                                    if queued >= 1 else ""),
+                    "stderr_tail": self.stderr_tail(offset)}
         code = self.proc.returncode if self.proc else None
         self.stop()
         how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0

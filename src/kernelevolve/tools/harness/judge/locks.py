@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -59,11 +60,13 @@ def file_lock(path: Path, shared: bool = False):
 
     gate = path.with_name(path.name + ".gate")
     with open(gate, "a") as g, open(path, "a") as f:
+        waiting = WaitRecord.start()
         fcntl.flock(g, fcntl.LOCK_EX)
         try:
             fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         finally:
             fcntl.flock(g, fcntl.LOCK_UN)
+            waiting.stop()
         try:
             yield
         finally:
@@ -77,3 +80,45 @@ def release_cached_memory() -> None:
     memory once the NaN and infinity input sets raised each judge's peak)."""
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
+
+
+# The file (named by the worker's environment) where this process records how long it has
+# waited for the GPU's lock: the pool adds that time to the evaluation's deadline, so an
+# evaluation queued behind another's (a 6 GB problem holds the GPU alone for minutes) is not
+# timed out for it.
+WAIT_FILE_ENV = "KERNELEVOLVE_GPU_WAIT_FILE"
+
+
+class WaitRecord:
+    """This process's waiting for the GPU lock, as ``"<seconds waited> <waiting since>"`` (0
+    when not waiting; wall-clock times) in the file ``$KERNELEVOLVE_GPU_WAIT_FILE``."""
+
+    waited = 0.0  # this process's total
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.since = time.time()
+        self._write(self.since)
+
+    @classmethod
+    def start(cls) -> WaitRecord:
+        return cls(os.environ.get(WAIT_FILE_ENV))
+
+    def stop(self) -> None:
+        WaitRecord.waited += time.time() - self.since
+        self._write(0.0)
+
+    def _write(self, since: float) -> None:
+        if self.path:
+            with contextlib.suppress(OSError):
+                Path(self.path).write_text(f"{WaitRecord.waited:.3f} {since:.3f}")
+
+
+def waited(path: Path) -> float:
+    """Seconds the process recording in ``path`` has waited for the GPU lock, a wait in
+    progress included (0 where there is no record)."""
+    try:
+        total, since = (float(v) for v in path.read_text().split())
+    except (OSError, ValueError):
+        return 0.0
+    return total + (time.time() - since if since else 0.0)
