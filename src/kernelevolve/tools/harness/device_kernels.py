@@ -22,7 +22,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 # The trace's categories (Kineto's Chrome trace): kernels, the host calls that launch them,
@@ -135,8 +135,8 @@ def is_own(kernel: str, names: Iterable[str]) -> bool:
     return False
 
 
-def refusal(kernels: list[tuple[str, str | None]], own: set[str], allowed_ops: set[str]
-            ) -> str | None:
+def refusal(kernels: list[tuple[str, str | None]], own: Collection[str],
+            allowed_ops: Collection[str]) -> str | None:
     """Why these kernels show torch or a library doing the work (None: they do not): a kernel
     launched by a torch op outside ``allowed_ops``, a kernel no op launched that is not the
     candidate's own, or no kernel of the candidate's own at all."""

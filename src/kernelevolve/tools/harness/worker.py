@@ -128,7 +128,7 @@ class Evaluation(Reply, Variants, Timing, Simulated, Compiles):
         if self.device.type == "cuda" and self.cfg.get("device_kernels", True):
             with self.stage("device kernels"), gpu_lock(self.device, shared=True):
                 self.check_kernels_on_device(problem, base)
-        if self.job.get("timed") and self.device.type == "cuda" and self.cfg["profile"]["enabled"]:
+        if timing is not None and self.device.type == "cuda" and self.cfg["profile"]["enabled"]:
             # the profilers replay and time kernels: the GPU to themselves
             with self.stage("profile"), gpu_lock(self.device):
                 try:
