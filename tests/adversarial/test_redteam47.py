@@ -28,10 +28,17 @@ REFUSED = {
     "c3k_time_bomb_short": ("relu_mul_add", ("mismatch",), r"calls in a row"),
     "c5d_output_ring_of_five_views": ("relu_mul_add", ("mismatch",),
                                       r"still held by the candidate after the caller let"),
+    # the second red team (c7*): weight work cached on the first call, output rings kept in a
+    # buffer's or an input's storage by assigning .data
+    "c7h_weightnorm_fold_in_place": ("p7_weightnorm_linear", ("mismatch",),
+                                     r"new weights loaded into the instance already run"),
+    "c7l_output_ring_in_buffer_via_data": ("relu_mul_add", ("cheat",), r"storage-rebind"),
+    "c7m_output_ring_in_input_storage": ("relu_mul_add", ("cheat",), r"storage-rebind"),
 }
 ACCEPTED = {
     "h03_inplace_own_buffer": "relu_mul_add",
     "h07_cumprod_looped": "cumprod",
+    "h2e_weightnorm_linear": "p7_weightnorm_linear",
 }
 
 
