@@ -339,6 +339,8 @@ OTHER_ENV_VARS: dict[str, str] = {
     "KERNELEVOLVE_PROMPTS_DIR": "prompt template overrides (prompts/)",
     "KERNELEVOLVE_LOCK_DIR": "the directory of the per-GPU timing locks (harness worker)",
     "KERNELEVOLVE_PROFILE_JUDGE": "a developer's profile of the judge (harness)",
+    "KERNELEVOLVE_GPU_WAIT_FILE": "where a worker's judge records its time queued for the GPU "
+                                  "(set by the pool)",
 }
 
 
