@@ -771,6 +771,9 @@ class CandidateProcess:
             for fd in close_fds:  # the verdict pipe and the worker's pipes stay with the judge
                 with contextlib.suppress(OSError):
                     os.close(fd)
+            # where the judge records its queueing for the GPU (locks.WaitRecord), which moves
+            # the evaluation's deadline: not the candidate's to find
+            os.environ.pop("KERNELEVOLVE_GPU_WAIT_FILE", None)
             if device.type == "cuda":
                 torch.cuda.init()
             side = CandidateSide(path, device, launches, integrity, tag)

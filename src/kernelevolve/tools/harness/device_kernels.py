@@ -17,7 +17,6 @@ traces.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -101,24 +100,13 @@ def _corr(event: dict[str, Any]) -> Any:
 
 
 def own_kernel_names(source: str) -> set[str]:
-    """The names the candidate's own kernels can run under: its Triton functions (decorated
-    with ``triton.jit``, ``jit``, or wrapped by ``triton.autotune``/``heuristics``, or assigned
-    from ``triton.jit(fn)``) and the ``__global__`` functions of CUDA source in its strings."""
-    names: set[str] = set()
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return names
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(
-                "jit" in ast.unparse(d) for d in node.decorator_list):
-            names.add(node.name)
-        elif (isinstance(node, ast.Call) and "jit" in ast.unparse(node.func) and node.args
-              and isinstance(node.args[0], ast.Name)):
-            names.add(node.args[0].id)
+    """The names the candidate's own kernels can run under: its Triton functions (as the static
+    check finds them) and the ``__global__`` functions of CUDA source in its strings."""
+    from kernelevolve.tools.harness.static import jit_function_names
+
     bare = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", source)
-    names |= set(re.findall(r"__global__\s+[^(;{]*?\b(\w+)\s*\(", bare))
-    return names
+    return jit_function_names(source) | set(re.findall(r"__global__\s+[^(;{]*?\b(\w+)\s*\(",
+                                                       bare))
 
 
 def is_own(kernel: str, names: Iterable[str]) -> bool:

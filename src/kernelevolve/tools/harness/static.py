@@ -891,6 +891,16 @@ def _expand(ops: Iterable[str]) -> set[str]:
     return names | expand_allowed(names)
 
 
+def jit_function_names(source: str) -> set[str]:
+    """The names of the candidate's Triton functions, as the static check finds them
+    (``static_jit.jit_functions``: decorated, or passed to ``triton.jit``, however imported)."""
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return set()
+    return set(_Visitor(list(ast.walk(tree)), set(), True).jit)
+
+
 def check_source(source: str, allowed_ops: list[str] | tuple[str, ...] = (),
                  allow_cpp: bool = True) -> list[StaticFinding]:
     """Every static reason to refuse ``source``; an empty list means it may run.

@@ -213,12 +213,12 @@ class Variants(Correctness):
                 f" (constructor floats varied: {', '.join(self.varied_floats)})"
                 if self.varied_floats else ""))
         if any(p.dtype.is_floating_point and p.numel() for p in ref.parameters()):
-            self.check_new_weights(problem, sizes, key, ref)
+            self.check_new_weights(module, problem, sizes, key, ref)
             done.append("new weights loaded into an instance already run")
         self.check("correct on other input values", True,
                    ", ".join(done) + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
 
-    def check_new_weights(self, problem: Problem, sizes: dict[str, int], key: str,
+    def check_new_weights(self, module: Any, problem: Problem, sizes: dict[str, int], key: str,
                           ref: torch.nn.Module) -> None:
         """The instance the earlier checks ran gets new weights in place (as an optimizer step
         gives a model: the same tensors, new values) and must compute with them; then its own
@@ -227,7 +227,6 @@ class Variants(Correctness):
         moved = copy.deepcopy(ref)
         move_weights(moved, torch.Generator().manual_seed(self.seed + 2350))
         self.reload(key, moved)
-        module = problem.module(sizes)
         inputs = self.inputs(module, problem, self.seed + 2360)
         self.check_once(key, moved, inputs, f"new weights loaded into the instance already run "
                                             f"at {sizes}")
